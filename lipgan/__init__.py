@@ -1,0 +1,30 @@
+"""lipgan: Wasserstein GANs on TensorFlow with pluggable Lipschitz constraints.
+
+Importing ``lipgan`` loads no plugin, parses no gin file and touches no device. The public names are
+resolved lazily, so ``import lipgan`` stays cheap for tools (the CLI, plugin managers) that only need
+the hook markers.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from lipgan.errors import LipganError
+from lipgan.hookspecs import hookimpl, hookspec
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Constraint": "lipgan.constraint",
+    "StepContext": "lipgan.constraint",
+    "StrategyPlugin": "lipgan.strategy",
+    "StrategyUnavailable": "lipgan.strategy",
+}
+
+__all__ = ["LipganError", "hookimpl", "hookspec", "__version__", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'lipgan' has no attribute {name!r}")

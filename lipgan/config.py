@@ -1,0 +1,117 @@
+"""Gin binding: the one place where lipgan's functions and plugin classes become configurables.
+
+Library code never calls gin. :func:`register_configurables` exposes the root ``train``, the data and
+model factories, the Keras optimizers (scoped ``critic/`` and ``generator/`` in the shipped configs) and
+every registered plugin class; :func:`parse` reads files and ``--bind`` strings and turns gin's
+multi-line exceptions into one-line :class:`~lipgan.errors.ConfigError` messages with file and line.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import re
+import tokenize
+from pathlib import Path
+
+import keras
+
+import gin
+from lipgan import models
+from lipgan.data import pipeline
+from lipgan.errors import ConfigError
+from lipgan.registry import Registry
+
+_REGISTERED = False
+
+
+def _library_configurables():
+    from lipgan import run  # the training root; imported here to keep `lipgan.config` light
+
+    return {
+        "train": run.train,
+        "dataset": pipeline.dataset,
+        "mlp_critic": models.mlp_critic,
+        "mlp_generator": models.mlp_generator,
+        "dcgan_critic": models.dcgan_critic,
+        "dcgan_generator": models.dcgan_generator,
+        "Adam": keras.optimizers.Adam,
+        "RMSprop": keras.optimizers.RMSprop,
+        "SGD": keras.optimizers.SGD,
+    }
+
+
+def register_configurables(registry: Registry) -> None:
+    """Make lipgan's functions and every registered plugin class gin configurables (idempotent)."""
+    global _REGISTERED
+    if not _REGISTERED:
+        for name, fn in _library_configurables().items():
+            gin.external_configurable(fn, name=name, module="lipgan")
+        _REGISTERED = True
+    registry.make_gin_configurable()
+
+
+def shipped_configs() -> dict[str, Path]:
+    """The configs installed with lipgan (the repository's ``gin/`` folder), by file name."""
+    root = importlib.resources.files("lipgan_configs")
+    return {p.name: Path(str(p)) for p in root.iterdir() if p.name.endswith(".gin")}
+
+
+def resolve_config_path(path: str) -> Path:
+    """A path as given, else a shipped config of that name (``wgangp_toy`` or ``wgangp_toy.gin``)."""
+    candidate = Path(path)
+    if candidate.is_file():
+        return candidate
+    shipped = shipped_configs()
+    for name in (candidate.name, f"{candidate.name}.gin"):
+        if name in shipped:
+            return shipped[name]
+    known = ", ".join(sorted(shipped))
+    raise ConfigError(f"gin file {path!r} not found; shipped configs: {known}")
+
+
+_LOCATION = re.compile(r'In (?:file "(?P<file>[^"]+)", line (?P<line>\d+)|bindings string line \d+)')
+
+
+def _one_line(exc: BaseException, where: str, registry: Registry) -> str:
+    text = str(exc)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    message = lines[0] if lines else type(exc).__name__
+    match = _LOCATION.search(text)
+    if match and match.group("file"):
+        where = f"{match.group('file')}:{match.group('line')}"
+    elif isinstance(exc, SyntaxError) and exc.lineno:
+        where = f"{exc.filename or where}:{exc.lineno}"
+    elif isinstance(exc, tokenize.TokenError) and len(exc.args) > 1:
+        where = f"{where}:{exc.args[1][0]}"
+        message = f"syntax error: {exc.args[0]}"
+    unknown = re.search(r"No configurable matching (?:reference )?'@?([\w./]+?)(?:\(\))?'", message)
+    if unknown:
+        name = unknown.group(1).split("/")[-1]
+        message = (
+            f"unknown configurable {name!r}; constraints: {', '.join(registry.names('constraint'))}; "
+            f"strategies: {', '.join(registry.names('strategy'))}; "
+            f"other configurables: {', '.join(sorted(_library_configurables()))}"
+        )
+    return f"{where}: {message}"
+
+
+def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list[Path]:
+    """Clear gin, then parse files in order and bindings after them. Returns the resolved paths."""
+    register_configurables(registry)
+    gin.clear_config()
+    paths = [resolve_config_path(f) for f in gin_files]
+    for path in paths:
+        try:
+            gin.parse_config_file(str(path))
+        except (ValueError, SyntaxError, tokenize.TokenError, TypeError) as exc:
+            gin.clear_config()
+            raise ConfigError(_one_line(exc, str(path), registry)) from None
+    for binding in bindings:
+        if "=" not in binding:
+            raise ConfigError(f"--bind {binding!r} does not parse; expected 'configurable.param=value'")
+        try:
+            gin.parse_config(binding)
+        except (ValueError, SyntaxError, tokenize.TokenError, TypeError) as exc:
+            gin.clear_config()
+            raise ConfigError(_one_line(exc, f"--bind {binding!r}", registry)) from None
+    return paths

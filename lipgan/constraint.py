@@ -1,0 +1,115 @@
+"""The Constraint base class and the StepContext handed to it.
+
+A constraint is how a WGAN keeps its critic (approximately) 1-Lipschitz. It has three places to act,
+each with a no-op default so that a plugin overrides only what it needs:
+
+* :meth:`Constraint.wrap_critic` at build time (spectral norm rewrites the layers),
+* :meth:`Constraint.penalty` inside the critic loss (gradient penalty and friends),
+* :meth:`Constraint.after_update` after each critic optimizer update (weight clipping).
+
+The engine owns batching and replication. ``penalty`` returns one value per example of this replica's
+slice of the batch and the engine averages over the *global* batch, so a constraint never divides by a
+batch size and never needs to know how many replicas exist. Randomness comes from :class:`StepContext`,
+which makes a draw independent of the replica count.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import tensorflow as tf
+
+
+class StepContext:
+    """Replica-invariant facts and randomness for one sub-step (one critic or generator update).
+
+    ``uniform``/``normal`` draw a tensor for the *global* batch from a stateless RNG keyed by
+    ``(seed, step, phase, call index)`` and return this replica's rows, so the values a given example
+    sees are the same on 1, 2 or 64 replicas. Replica ``r`` owns global rows ``[r*b, (r+1)*b)``, which is
+    the layout ``tf.distribute`` gives a batched dataset.
+    """
+
+    def __init__(
+        self,
+        *,
+        seed: int,
+        step: tf.Tensor | int,
+        phase: int,
+        global_batch_size: int,
+        num_replicas: int,
+        replica_id: tf.Tensor | int = 0,
+    ):
+        if global_batch_size % num_replicas:
+            raise ValueError(
+                f"global batch {global_batch_size} is not divisible by {num_replicas} replicas"
+            )
+        self.seed = int(seed)
+        self.step = step
+        self.phase = int(phase)
+        self.global_batch_size = int(global_batch_size)
+        self.num_replicas = int(num_replicas)
+        self.replica_id = replica_id
+        self.per_replica_batch_size = self.global_batch_size // self.num_replicas
+        self._calls = 0
+
+    def _next_key(self) -> tf.Tensor:
+        # Each call during tracing gets its own index; tracing order is deterministic, so the same
+        # program draws the same numbers on every replica count.
+        key = tf.constant([self.seed, 0x11F6A], dtype=tf.int64)
+        for data in (tf.cast(self.step, tf.int64), self.phase, self._calls):
+            key = tf.random.experimental.stateless_fold_in(key, data)
+        self._calls += 1
+        return key
+
+    def _local_rows(self, global_draw: tf.Tensor) -> tf.Tensor:
+        b = self.per_replica_batch_size
+        start = tf.cast(self.replica_id, tf.int32) * b
+        return global_draw[start : start + b]
+
+    def uniform(self, event_shape=(), dtype=tf.float32) -> tf.Tensor:
+        """This replica's ``[b, *event_shape]`` slice of a global U[0, 1) draw."""
+        shape = [self.global_batch_size, *event_shape]
+        draw = tf.random.stateless_uniform(shape, seed=self._next_key(), dtype=dtype)
+        return self._local_rows(draw)
+
+    def normal(self, event_shape=(), dtype=tf.float32) -> tf.Tensor:
+        """This replica's ``[b, *event_shape]`` slice of a global N(0, 1) draw."""
+        shape = [self.global_batch_size, *event_shape]
+        draw = tf.random.stateless_normal(shape, seed=self._next_key(), dtype=dtype)
+        return self._local_rows(draw)
+
+
+class Constraint:
+    """Base class of every Lipschitz constraint plugin.
+
+    Subclasses set ``name`` (snake_case, unique) and override any of the three hooks. Constructor
+    keyword arguments become gin parameters: ``gradient_penalty.weight = 10.0``.
+    """
+
+    name: ClassVar[str] = ""
+    #: One line shown by ``lipgan plugins``.
+    description: ClassVar[str] = ""
+
+    def wrap_critic(self, critic: tf.keras.Model) -> tf.keras.Model:
+        """Return the critic to train; called once at build time inside ``strategy.scope()``."""
+        return critic
+
+    def penalty(
+        self, critic, real: tf.Tensor, fake: tf.Tensor, ctx: StepContext
+    ) -> tf.Tensor | None:
+        """Per-example penalty ``[b]`` for this replica's examples, already weighted, or ``None``.
+
+        Runs inside the engine's critic ``GradientTape``, so it may take gradients of the critic
+        (nested tapes). Call the critic with ``training=False``: the engine's one ``training=True``
+        call per step is what advances stateful layers such as spectral norm.
+        """
+        return None
+
+    def after_update(self, critic) -> None:
+        """Called in replica context after every critic optimizer update (e.g. to clip weights)."""
+        return None
+
+    def __repr__(self) -> str:
+        params = {k: v for k, v in vars(self).items() if not k.startswith("_")}
+        args = ", ".join(f"{k}={v!r}" for k, v in params.items())
+        return f"{type(self).__name__}({args})"

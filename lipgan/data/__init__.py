@@ -1,0 +1,10 @@
+"""Datasets through tensorflow-datasets, with lipgan's own offline builders.
+
+``lipgan.data.toy`` defines the builder ``lipgan_toy`` (8 Gaussians, 25 Gaussians, Swiss roll) that
+generates its data locally, so the shipped toy configs need no network. Importing this package
+registers nothing: builders are imported when a dataset is loaded.
+"""
+
+from lipgan.data.pipeline import load_examples, mock_data
+
+__all__ = ["load_examples", "mock_data"]

@@ -1,0 +1,235 @@
+"""The one distributed WGAN step and the compiled host loop.
+
+Every strategy runs the same code: ``strategy.run(replica_iteration)`` inside one ``tf.function`` that
+loops ``steps_per_execution`` times with ``tf.range`` (so a TPU is not starved by Python). One
+iteration is ``n_critic`` critic updates, each on a fresh real batch, then one generator update.
+
+The invariants (see ARCHITECTURE.md, "The step"):
+
+* every loss is a sum of per-example terms divided by the **global** batch size. Keras optimizers
+  under ``tf.distribute`` SUM gradients over replicas, so this makes the applied gradient the
+  gradient of the global-batch mean, whatever the replica count;
+* reported metrics are SUM-reduced over replicas of those globally scaled values (= global means);
+* all randomness comes from :class:`~lipgan.constraint.StepContext` (stateless, keyed by seed,
+  iteration and sub-step) or from the input pipeline, so 1, 2 or 4 replicas see the same numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import tensorflow as tf
+
+from lipgan.constraint import Constraint, StepContext
+from lipgan.errors import ConfigError
+
+METRICS = ("critic_loss", "wasserstein", "penalty", "generator_loss")
+
+
+@dataclasses.dataclass(frozen=True)
+class StepConfig:
+    """The static parameters of the step (changing any of them means a new compiled function)."""
+
+    global_batch_size: int
+    n_critic: int = 5
+    seed: int = 0
+    jit_compile: bool = False
+
+    def __post_init__(self):
+        if self.global_batch_size < 1 or self.n_critic < 1:
+            raise ConfigError(
+                f"train.global_batch_size and train.n_critic must be >= 1, got "
+                f"{self.global_batch_size} and {self.n_critic}"
+            )
+
+
+def zeros_for_none(grads, variables):
+    """Replace unconnected gradients by zeros (e.g. the critic's last bias under a pure GP term).
+
+    ``unconnected_gradients=ZERO`` does not work with Keras 3 variables, so this is done by hand.
+    """
+    return [tf.zeros_like(v) if g is None else g for g, v in zip(grads, variables, strict=True)]
+
+
+def flat_scores(scores: tf.Tensor) -> tf.Tensor:
+    """Critic output ``[b, 1]`` (or ``[b]``) as float32 ``[b]``."""
+    return tf.reshape(tf.cast(scores, tf.float32), [-1])
+
+
+class WGAN:
+    """Models, optimizers and the compiled training loop for one strategy.
+
+    Build it once per process; :meth:`run` advances training by a number of iterations on a
+    distributed iterator from :meth:`distribute`.
+    """
+
+    def __init__(
+        self,
+        strategy: tf.distribute.Strategy,
+        *,
+        critic: Callable,
+        generator: Callable,
+        critic_optimizer: Callable,
+        generator_optimizer: Callable,
+        constraint: Constraint,
+        data_shape,
+        config: StepConfig,
+    ):
+        self.strategy = strategy
+        self.constraint = constraint
+        self.config = config
+        self.data_shape = tuple(int(d) for d in data_shape)
+        self.num_replicas = strategy.num_replicas_in_sync
+        if config.global_batch_size % self.num_replicas:
+            raise ConfigError(
+                f"train.global_batch_size={config.global_batch_size} is not divisible by the "
+                f"{self.num_replicas} replicas of this strategy; use a multiple of {self.num_replicas}"
+            )
+        with strategy.scope():
+            self.critic = constraint.wrap_critic(critic(self.data_shape))
+            self.generator = generator(self.data_shape)
+            self.critic_optimizer = critic_optimizer()
+            self.generator_optimizer = generator_optimizer()
+            # Built eagerly, in scope, before the first step: Keras 3 + MirroredStrategy otherwise
+            # fails inside tf.function ("You must feed a value for placeholder tensor").
+            self.critic_optimizer.build(self.critic.trainable_variables)
+            self.generator_optimizer.build(self.generator.trainable_variables)
+            self.iteration = tf.Variable(
+                0,
+                dtype=tf.int64,
+                trainable=False,
+                name="iteration",
+                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+            )
+        self.latent_shape = tuple(self.generator.input_shape[1:])
+        out_shape = tuple(self.generator.output_shape[1:])
+        if out_shape != self.data_shape:
+            raise ConfigError(
+                f"the generator makes examples of shape {out_shape} but the data has shape "
+                f"{self.data_shape}; fix the model or dataset settings"
+            )
+        self._loop = None
+
+    # -- the per-replica step ---------------------------------------------------------------
+    def context(self, step, phase: int) -> StepContext:
+        replica = tf.distribute.get_replica_context()
+        return StepContext(
+            seed=self.config.seed,
+            step=step,
+            phase=phase,
+            global_batch_size=self.config.global_batch_size,
+            num_replicas=self.num_replicas,
+            replica_id=replica.replica_id_in_sync_group if replica else 0,
+        )
+
+    def average(self, per_example: tf.Tensor) -> tf.Tensor:
+        """Sum over this replica's examples divided by the *global* batch size."""
+        return tf.nn.compute_average_loss(
+            per_example, global_batch_size=self.config.global_batch_size
+        )
+
+    def critic_loss_and_gradients(self, real: tf.Tensor, ctx: StepContext):
+        """This replica's critic loss (globally scaled), its gradients, and metrics."""
+        fake = self.generator(ctx.normal(self.latent_shape), training=True)
+        n = tf.shape(real)[0]
+        with tf.GradientTape() as tape:
+            # One training call on real and fake together: stateful layers (spectral norm's power
+            # iteration) advance exactly once per critic step.
+            scores = flat_scores(self.critic(tf.concat([real, fake], axis=0), training=True))
+            d_real, d_fake = scores[:n], scores[n:]
+            per_example = d_fake - d_real
+            penalty = self.constraint.penalty(self.critic, real, fake, ctx)
+            if penalty is None:
+                penalty = tf.zeros_like(per_example)
+            penalty = tf.cast(penalty, tf.float32)
+            loss = self.average(per_example + penalty)
+        variables = self.critic.trainable_variables
+        grads = zeros_for_none(tape.gradient(loss, variables), variables)
+        metrics = {
+            "critic_loss": loss,
+            "wasserstein": self.average(d_real - d_fake),
+            "penalty": self.average(penalty),
+        }
+        return grads, metrics
+
+    def critic_update(self, real: tf.Tensor, ctx: StepContext) -> dict:
+        grads, metrics = self.critic_loss_and_gradients(real, ctx)
+        self.critic_optimizer.apply_gradients(zip(grads, self.critic.trainable_variables))
+        self.constraint.after_update(self.critic)
+        return metrics
+
+    def generator_update(self, ctx: StepContext) -> dict:
+        with tf.GradientTape() as tape:
+            fake = self.generator(ctx.normal(self.latent_shape), training=True)
+            loss = self.average(-flat_scores(self.critic(fake, training=False)))
+        variables = self.generator.trainable_variables
+        grads = zeros_for_none(tape.gradient(loss, variables), variables)
+        self.generator_optimizer.apply_gradients(zip(grads, variables))
+        return {"generator_loss": loss}
+
+    def replica_iteration(self, reals, step) -> dict:
+        """``n_critic`` critic updates (one real batch each) and one generator update."""
+        metrics = {}
+        for phase, real in enumerate(reals):
+            metrics.update(self.critic_update(real, self.context(step, phase)))
+        metrics.update(self.generator_update(self.context(step, len(reals))))
+        return metrics
+
+    # -- the host loop --------------------------------------------------------------------
+    def distribute(self, dataset: tf.data.Dataset):
+        """A distributed iterator over a dataset of *global* batches."""
+        return iter(self.strategy.experimental_distribute_dataset(dataset))
+
+    def _reduce(self, per_replica: dict) -> dict:
+        return {
+            k: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+            for k, v in per_replica.items()
+        }
+
+    def _build_loop(self):
+        replica_fn = self.replica_iteration
+        if self.config.jit_compile:
+            # XLA on the per-replica function only: compiling the outer function that calls
+            # strategy.run fails under MirroredStrategy (one XLA cluster cannot span devices).
+            replica_fn = tf.function(replica_fn, jit_compile=True)
+
+        @tf.function
+        def loop(iterator, num_iterations):
+            metrics = {k: tf.constant(0.0) for k in METRICS}
+            for _ in tf.range(num_iterations):
+                reals = tuple(next(iterator) for _ in range(self.config.n_critic))
+                step = self.iteration.read_value()
+                metrics = self._reduce(self.strategy.run(replica_fn, args=(reals, step)))
+                self.iteration.assign_add(1)
+            return metrics
+
+        return loop
+
+    def run(self, iterator, num_iterations: int) -> dict:
+        """Run ``num_iterations`` full iterations in one compiled call; metrics of the last one."""
+        if self._loop is None:
+            self._loop = self._build_loop()
+        return self._loop(iterator, tf.constant(num_iterations, tf.int64))
+
+    def critic_gradients(self, real_global_batch: tf.Tensor, step: int = 0, phase: int = 0):
+        """All-reduced critic loss and gradients for one global batch, without updating anything.
+
+        Exactly what the optimizer would receive; used by replica-invariance tests and diagnostics.
+        """
+        dist = self.strategy.experimental_distribute_dataset(
+            tf.data.Dataset.from_tensors(real_global_batch)
+        )
+        real = next(iter(dist))
+
+        @tf.function
+        def compute(real):
+            def fn(real):
+                grads, metrics = self.critic_loss_and_gradients(real, self.context(step, phase))
+                return grads, metrics["critic_loss"]
+
+            grads, loss = self.strategy.run(fn, args=(real,))
+            reduce = lambda v: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)  # noqa: E731
+            return [reduce(g) for g in grads], reduce(loss)
+
+        return compute(real)

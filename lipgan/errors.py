@@ -1,0 +1,29 @@
+"""User-facing errors.
+
+Anything a user can cause (a config typo, a missing dataset, no TPU) raises a subclass of
+:class:`LipganError`. The CLI prints its message on one line and exits non-zero without a traceback,
+so every message must say what went wrong *and* what to do about it.
+"""
+
+
+class LipganError(Exception):
+    """An error caused by input or environment, reported to the user as one line."""
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(str(message).split()))
+
+
+class ConfigError(LipganError):
+    """A gin file, binding or name that cannot be resolved."""
+
+
+class PluginError(LipganError):
+    """A plugin that cannot be loaded or registers a conflicting name."""
+
+
+class DatasetError(LipganError):
+    """A dataset that is not available offline."""
+
+
+class NonFiniteLossError(LipganError):
+    """Training produced NaN or Inf."""

@@ -1,0 +1,145 @@
+"""Plugin discovery: built-ins plus every ``[project.entry-points.lipgan]`` distribution.
+
+Nothing here runs at import time. :func:`load_registry` builds a pluggy manager, loads the plugins,
+and calls each hook implementation *separately*, so every registration is attributed to its plugin and a
+plugin that fails (on import or inside its hook) is recorded and skipped instead of breaking the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.metadata
+import os
+from collections.abc import Iterable
+
+import pluggy
+
+from lipgan import hookspecs
+from lipgan.registry import DuplicateNameError, Registry
+
+ENTRY_POINT_GROUP = hookspecs.PROJECT_NAME
+DISABLE_ENV = "LIPGAN_DISABLE_PLUGINS"
+BUILTIN_SOURCE = "built-in"
+
+#: Built-in plugins: plugin name -> module. The plugin name is what LIPGAN_DISABLE_PLUGINS blocks.
+BUILTIN_PLUGINS = {
+    "none": "lipgan_plugins.no_constraint",
+    "weight_clip": "lipgan_plugins.weight_clip",
+    "gradient_penalty": "lipgan_plugins.gradient_penalty",
+    "spectral_norm": "lipgan_plugins.spectral_norm",
+    "default": "lipgan_plugins.default_strategy",
+    "mirrored": "lipgan_plugins.mirrored",
+    "tpu": "lipgan_plugins.tpu",
+    "multi_worker": "lipgan_plugins.multi_worker",
+}
+
+_HOOK_KINDS = {
+    "lipgan_register_constraints": "constraint",
+    "lipgan_register_strategies": "strategy",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class PluginFailure:
+    """A plugin that could not be loaded or whose hook raised."""
+
+    plugin: str
+    source: str
+    error: str
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class Discovery:
+    """What :func:`load_registry` found."""
+
+    registry: Registry
+    manager: pluggy.PluginManager
+    sources: dict[str, str]
+    failures: list[PluginFailure]
+    blocked: list[str]
+
+    def hooks_of(self, plugin_name: str) -> list[str]:
+        plugin = self.manager.get_plugin(plugin_name)
+        if plugin is None:
+            return []
+        return sorted(c.name for c in self.manager.get_hookcallers(plugin) or [])
+
+
+def disabled_from_env(environ=None) -> set[str]:
+    value = (environ if environ is not None else os.environ).get(DISABLE_ENV, "")
+    return {name.strip() for name in value.split(",") if name.strip()}
+
+
+def get_plugin_manager() -> pluggy.PluginManager:
+    """A fresh manager that knows the lipgan hook specifications and nothing else."""
+    manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    manager.add_hookspecs(hookspecs)
+    return manager
+
+
+def _load_plugins(manager, blocked, failures) -> dict[str, str]:
+    sources: dict[str, str] = {}
+
+    def try_register(name, source, load):
+        if name in blocked:
+            return
+        try:
+            manager.register(load(), name=name)
+            sources[name] = source
+        except Exception as exc:  # noqa: BLE001 - any plugin error is reported, not raised
+            failures.append(PluginFailure(name, source, f"{type(exc).__name__}: {exc}"))
+
+    for name, module in BUILTIN_PLUGINS.items():
+        try_register(name, BUILTIN_SOURCE, lambda m=module: importlib.import_module(m))
+    seen = set()
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep, "dist", None)
+        source = f"{dist.name} {dist.version}" if dist else "unknown distribution"
+        if (ep.name, source) in seen:  # the same dist visible twice on sys.path
+            continue
+        seen.add((ep.name, source))
+        if ep.name in sources:
+            failures.append(
+                PluginFailure(
+                    ep.name,
+                    source,
+                    f"plugin name {ep.name!r} is already taken by {sources[ep.name]}",
+                )
+            )
+            continue
+        try_register(ep.name, source, ep.load)
+    return sources
+
+
+def load_registry(disabled: Iterable[str] | None = None) -> Discovery:
+    """Discover plugins and collect their registrations.
+
+    ``disabled`` names plugins to block in addition to ``$LIPGAN_DISABLE_PLUGINS``.
+    """
+    blocked = disabled_from_env() | set(disabled or ())
+    manager = get_plugin_manager()
+    for name in blocked:
+        manager.set_blocked(name)
+    failures: list[PluginFailure] = []
+    sources = _load_plugins(manager, blocked, failures)
+    registry = Registry()
+    for hook_name, kind in _HOOK_KINDS.items():
+        for impl in getattr(manager.hook, hook_name).get_hookimpls():
+            source = sources.get(impl.plugin_name, BUILTIN_SOURCE)
+            try:
+                impl.function(
+                    register=lambda cls, n=impl.plugin_name, s=source, k=kind: registry.add(
+                        k, cls, plugin=n, source=s
+                    )
+                )
+            except DuplicateNameError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                failures.append(
+                    PluginFailure(impl.plugin_name, source, f"{type(exc).__name__}: {exc}")
+                )
+    return Discovery(registry, manager, sources, failures, sorted(blocked))
