@@ -30,6 +30,35 @@ def _first_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
+def _import_tensorflow(verbose: bool) -> None:
+    """Import TensorFlow once, hiding the C++ start-up chatter (CUDA probing) unless --verbose.
+
+    The chatter is written by native code before TF's log level applies, so it can only be silenced
+    at the file-descriptor level, and only for the duration of the import.
+    """
+    if verbose or "tensorflow" in sys.modules:
+        import tensorflow  # noqa: F401
+        return
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # captured stderr (tests): nothing to hide
+        fd = None
+    saved = os.dup(fd) if fd is not None else None
+    if saved is not None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    try:
+        import tensorflow  # noqa: F401
+    finally:
+        if saved is not None:
+            os.dup2(saved, fd)
+            os.close(saved)
+    import absl.logging
+
+    absl.logging.set_verbosity(absl.logging.ERROR)
+
+
 def _discover(disabled):
     from lipgan.plugins import load_registry
 
@@ -57,11 +86,13 @@ class LipganGroup(click.Group):
 @click.group(cls=LipganGroup)
 @click.version_option(package_name="lipgan")
 @click.option("--verbose", is_flag=True, help="Show TensorFlow's C++ and Python log output.")
-def cli(verbose: bool) -> None:
+@click.pass_context
+def cli(ctx: click.Context, verbose: bool) -> None:
     """lipgan: Wasserstein GANs with pluggable Lipschitz constraints."""
     if not verbose:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        os.environ.setdefault("ABSL_MIN_LOG_LEVEL", "3")
+    if ctx.invoked_subcommand is not None and "--help" not in sys.argv[1:]:
+        _import_tensorflow(verbose)
 
 
 def _default_run_dir(gin_files) -> Path:

@@ -92,7 +92,7 @@ class Registry:
             return self._entries[kind][name].cls
         except KeyError:
             known = ", ".join(self.names(kind))
-            raise ConfigError(f"unknown {kind} {name!r}; known {kind}s: {known}") from None
+            raise ConfigError(f"unknown {kind} {name!r}; known: {known}") from None
 
     def kind_of(self, name: str) -> str | None:
         return next((k for k, table in self._entries.items() if name in table), None)
