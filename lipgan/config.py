@@ -51,8 +51,12 @@ def register_configurables(registry: Registry) -> None:
 
 
 def shipped_configs() -> dict[str, Path]:
-    """The configs installed with lipgan (the repository's ``gin/`` folder), by file name."""
-    root = importlib.resources.files("lipgan_configs")
+    """The configs installed with lipgan, by file name.
+
+    They live in ``lipgan/configs`` (package data); the repository's ``gin/`` is a link to it, so
+    ``lipgan run --gin gin/wgangp_tpu.gin`` works in a checkout and ``--gin wgangp_tpu`` anywhere.
+    """
+    root = importlib.resources.files("lipgan").joinpath("configs")
     return {p.name: Path(str(p)) for p in root.iterdir() if p.name.endswith(".gin")}
 
 

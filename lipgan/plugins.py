@@ -103,14 +103,10 @@ def _load_plugins(manager, blocked, failures) -> dict[str, str]:
             continue
         seen.add((ep.name, source))
         if ep.name in sources:
-            failures.append(
-                PluginFailure(
-                    ep.name,
-                    source,
-                    f"plugin name {ep.name!r} is already taken by {sources[ep.name]}",
-                )
+            raise DuplicateNameError(
+                f"plugin name {ep.name!r} is provided by both {sources[ep.name]} and {source}; "
+                f"uninstall one or block it with {DISABLE_ENV}"
             )
-            continue
         try_register(ep.name, source, ep.load)
     return sources
 

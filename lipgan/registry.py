@@ -98,14 +98,20 @@ class Registry:
         return next((k for k, table in self._entries.items() if name in table), None)
 
     def make_gin_configurable(self) -> None:
-        """Expose every registered class to gin under its name (idempotent per process)."""
-        for entry in self.entries():
-            known = _GIN_CONFIGURABLES.get(entry.name)
-            if known is entry.cls:
-                continue
-            if known is not None:
-                # A different class under a known name (e.g. a plugin reinstalled in the same
-                # process). gin has no public "unregister", so drop the old selector first.
-                gin.config._REGISTRY.pop(f"lipgan.{entry.name}", None)  # noqa: SLF001
-            gin.external_configurable(entry.cls, name=entry.name, module="lipgan")
-            _GIN_CONFIGURABLES[entry.name] = entry.cls
+        """Expose exactly this registry's classes to gin under their names.
+
+        gin's registry is process-global and has no public "unregister": a class registered by an
+        earlier discovery (a plugin since blocked or replaced) is dropped from it here, so a blocked
+        plugin is as unknown to gin as it is to the CLI.
+        """
+        current = {entry.name: entry.cls for entry in self.entries()}
+        for name, cls in list(_GIN_CONFIGURABLES.items()):
+            if current.get(name) is not cls:
+                selector = f"lipgan.{name}"
+                if selector in gin.config._REGISTRY:  # noqa: SLF001
+                    gin.config._REGISTRY.pop(selector)  # noqa: SLF001
+                del _GIN_CONFIGURABLES[name]
+        for name, cls in current.items():
+            if name not in _GIN_CONFIGURABLES:
+                gin.external_configurable(cls, name=name, module="lipgan")
+                _GIN_CONFIGURABLES[name] = cls
