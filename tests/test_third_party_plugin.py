@@ -35,6 +35,7 @@ PLUGIN = textwrap.dedent(
 
 def install_fake_distribution(root, dist="lipgan-critic-l2", version="1.2.3", module="lipgan_critic_l2",
                               entry_point="critic_l2"):
+    root.mkdir(exist_ok=True)
     (root / f"{module}.py").write_text(PLUGIN)
     info = root / f"{dist.replace('-', '_')}-{version}.dist-info"
     info.mkdir()
@@ -77,9 +78,7 @@ def test_duplicate_names_across_plugins_are_rejected(tmp_path, monkeypatch, entr
     from lipgan.errors import PluginError
     from lipgan.plugins import load_registry
 
-    site = tmp_path / "site"
-    site.mkdir()
-    install_fake_distribution(site)
+    site = install_fake_distribution(tmp_path / "site")
     install_fake_distribution(site, dist="other-dist", version="0.1", module="other_critic_l2",
                               entry_point=entry_point)
     monkeypatch.syspath_prepend(str(site))
