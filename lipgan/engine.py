@@ -16,9 +16,11 @@ The invariants (see ARCHITECTURE.md, "The step"):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable
 
+import keras
 import tensorflow as tf
 
 from lipgan.constraint import Constraint, StepContext
@@ -35,6 +37,7 @@ class StepConfig:
     n_critic: int = 5
     seed: int = 0
     jit_compile: bool = False
+    mixed_precision: str | None = None
 
     def __post_init__(self):
         if self.global_batch_size < 1 or self.n_critic < 1:
@@ -42,6 +45,46 @@ class StepConfig:
                 f"train.global_batch_size and train.n_critic must be >= 1, got "
                 f"{self.global_batch_size} and {self.n_critic}"
             )
+        if self.mixed_precision not in PRECISIONS:
+            hint = (
+                "; mixed_float16 needs loss scaling, which WGAN losses with a gradient penalty do "
+                "not get here: use 'mixed_bfloat16'"
+                if self.mixed_precision == "mixed_float16"
+                else ""
+            )
+            raise ConfigError(
+                f"train.mixed_precision={self.mixed_precision!r} is not supported; choose one of "
+                f"None, 'float32', 'mixed_bfloat16'{hint}"
+            )
+
+
+PRECISIONS = (None, "float32", "mixed_bfloat16")
+
+
+def check_bfloat16_support() -> None:
+    """bf16 matmuls need a TPU, a CPU (emulated or AMX) or an NVIDIA GPU of compute capability 8+."""
+    for gpu in tf.config.list_physical_devices("GPU"):
+        capability = tf.config.experimental.get_device_details(gpu).get("compute_capability")
+        if capability and tuple(capability) < (8, 0):
+            raise ConfigError(
+                f"train.mixed_precision='mixed_bfloat16' needs a GPU of compute capability 8.0 or "
+                f"newer (Ampere+), but {gpu.name} has {capability[0]}.{capability[1]}; "
+                "use train.mixed_precision=None"
+            )
+
+
+@contextlib.contextmanager
+def dtype_policy(name: str | None):
+    """Build layers under a Keras dtype policy without leaking it to the rest of the process."""
+    if name in (None, "float32"):
+        yield
+        return
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(name)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
 
 
 def zeros_for_none(grads, variables):
@@ -86,7 +129,12 @@ class WGAN:
                 f"train.global_batch_size={config.global_batch_size} is not divisible by the "
                 f"{self.num_replicas} replicas of this strategy; use a multiple of {self.num_replicas}"
             )
-        with strategy.scope():
+        if config.mixed_precision == "mixed_bfloat16":
+            check_bfloat16_support()
+        # Models are built under the precision policy: bf16 compute, float32 variables. The model
+        # families keep their output layer in float32, and the engine casts scores and the
+        # penalty's gradient norm to float32.
+        with strategy.scope(), dtype_policy(config.mixed_precision):
             self.critic = constraint.wrap_critic(critic(self.data_shape))
             self.generator = generator(self.data_shape)
             self.critic_optimizer = critic_optimizer()
@@ -178,8 +226,25 @@ class WGAN:
 
     # -- the host loop --------------------------------------------------------------------
     def distribute(self, dataset: tf.data.Dataset):
-        """A distributed iterator over a dataset of *global* batches."""
-        return iter(self.strategy.experimental_distribute_dataset(dataset))
+        """A distributed iterator over a dataset of *global* batches, with an exact layout.
+
+        Replica ``r`` (its global ``replica_id_in_sync_group``) receives rows ``[r*b, (r+1)*b)`` of
+        every global batch on any number of workers, which is the layout StepContext assumes for its
+        noise; that is what makes results independent of the replica and worker count. Each input
+        pipeline (one per worker/host) reads the global batch and keeps its replicas' rows: exact,
+        at the price of every host decoding the whole global batch.
+        """
+        b = self.config.global_batch_size // self.num_replicas
+        shape = dataset.element_spec.shape[1:]
+
+        def pipeline(context: tf.distribute.InputContext) -> tf.data.Dataset:
+            local = self.num_replicas // context.num_input_pipelines
+            first = context.input_pipeline_id * local * b
+            rows = dataset.map(lambda x: tf.reshape(x[first : first + local * b], [local, b, *shape]))
+            return rows.unbatch()  # consecutive elements go to consecutive local replicas
+
+        options = tf.distribute.InputOptions(experimental_fetch_to_device=True)
+        return iter(self.strategy.distribute_datasets_from_function(pipeline, options))
 
     def _reduce(self, per_replica: dict) -> dict:
         return {
@@ -217,10 +282,7 @@ class WGAN:
 
         Exactly what the optimizer would receive; used by replica-invariance tests and diagnostics.
         """
-        dist = self.strategy.experimental_distribute_dataset(
-            tf.data.Dataset.from_tensors(real_global_batch)
-        )
-        real = next(iter(dist))
+        real = next(self.distribute(tf.data.Dataset.from_tensors(real_global_batch)))
 
         @tf.function
         def compute(real):

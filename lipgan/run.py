@@ -43,6 +43,7 @@ def train(
     seed: int = 0,
     steps_per_execution: int = 1,
     jit_compile: bool = False,
+    mixed_precision: str | None = None,
     log_every: int = 100,
     checkpoint_every: int = 1000,
     max_checkpoints: int = 3,
@@ -64,8 +65,8 @@ def train(
     if not isinstance(strategy, StrategyPlugin):
         raise ConfigError(f"train.strategy must be a strategy, e.g. @default(); got {strategy!r}")
 
+    config = StepConfig(global_batch_size, n_critic, seed, jit_compile, mixed_precision)
     tf_strategy = strategy.create()
-    config = StepConfig(global_batch_size, n_critic, seed, jit_compile)
     data = dataset(global_batch_size, seed)
     data_shape = data.element_spec.shape[1:]
     keras.utils.set_random_seed(seed)  # identical initial weights on any replica count

@@ -6,7 +6,9 @@ how to *connect* (split CPUs, find a TPU, read ``TF_CONFIG``) and how to say, in
 
 from __future__ import annotations
 
-from typing import ClassVar
+import threading
+from collections.abc import Callable
+from typing import ClassVar, TypeVar
 
 import tensorflow as tf
 
@@ -15,6 +17,33 @@ from lipgan.errors import LipganError
 
 class StrategyUnavailable(LipganError):
     """The requested strategy cannot be created here; the message says what to do instead."""
+
+
+T = TypeVar("T")
+
+
+def call_with_timeout(fn: Callable[[], T], timeout: float, on_timeout: str) -> T:
+    """Run ``fn`` in a daemon thread; raise StrategyUnavailable(on_timeout) if it is still running.
+
+    Connecting to a TPU or to peer workers can block forever when nothing answers. The abandoned
+    thread is left behind, which is acceptable because the caller reports the error and exits.
+    """
+    result: dict = {}
+
+    def target():
+        try:
+            result["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            result["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True, name="lipgan-connect")
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise StrategyUnavailable(on_timeout)
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
 
 
 class StrategyPlugin:

@@ -8,12 +8,12 @@ present, an address that does not answer, and a TPU that answered but could not 
 import glob
 import os
 import socket
-import threading
 from urllib.parse import urlparse
 
 import tensorflow as tf
 
 from lipgan import StrategyPlugin, StrategyUnavailable, hookimpl
+from lipgan.strategy import call_with_timeout
 
 FALLBACK_HINT = "or run without a TPU using --strategy default (or mirrored)"
 
@@ -34,28 +34,6 @@ def _check_reachable(address: str, timeout: float) -> None:
             f"TPU at {address} is unreachable ({exc.__class__.__name__}: {exc}) within "
             f"{timeout:g}s; check tpu.address / TPU_NAME and the network, {FALLBACK_HINT}"
         ) from None
-
-
-def _run_with_timeout(fn, timeout: float, what: str):
-    result: dict = {}
-
-    def target():
-        try:
-            result["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            result["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True, name=f"lipgan-{what}")
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        raise StrategyUnavailable(
-            f"the TPU did not finish {what} within {timeout:g}s (tpu.connect_timeout); "
-            f"check that it is healthy and not in use by another process, {FALLBACK_HINT}"
-        )
-    if "error" in result:
-        raise result["error"]
-    return result["value"]
 
 
 class TPU(StrategyPlugin):
@@ -105,7 +83,13 @@ class TPU(StrategyPlugin):
             return resolver
 
         try:
-            resolver = _run_with_timeout(connect, self.connect_timeout, "initializing")
+            resolver = call_with_timeout(
+                connect,
+                self.connect_timeout,
+                f"the TPU at {address!r} did not finish initializing within "
+                f"{self.connect_timeout:g}s (tpu.connect_timeout); check that it is healthy and "
+                f"not in use by another process, {FALLBACK_HINT}",
+            )
         except StrategyUnavailable:
             raise
         except (ValueError, tf.errors.NotFoundError) as exc:

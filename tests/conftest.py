@@ -24,6 +24,15 @@ def tfds_data_dir(tmp_path_factory):
         os.environ["TFDS_DATA_DIR"] = old
 
 
+def free_port() -> int:
+    """A currently free TCP port on the loopback interface."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def start_python(*args, env=None):
     """Start a Python subprocess (a fresh TF runtime, so it can choose its own devices)."""
     full_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})}

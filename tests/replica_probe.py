@@ -22,6 +22,10 @@ def make_strategy():
         import tensorflow as tf
 
         return tf.distribute.get_strategy()
+    if LAYOUT == "multi_worker":  # TF_CONFIG set by the caller, one process per worker
+        from lipgan_plugins.multi_worker import MultiWorker
+
+        return MultiWorker(timeout_seconds=120).create()
     from lipgan_plugins.mirrored import Mirrored
 
     return Mirrored(logical_cpus=int(LAYOUT.split(":")[1])).create()
@@ -45,10 +49,17 @@ SETTINGS = {
 }
 
 
-def build(name):
+class PerReplicaMean(WGAN):
+    """The common mistake: average each replica's loss over its *own* batch."""
+
+    def average(self, per_example):
+        return tf.reduce_mean(per_example)
+
+
+def build(name, engine=WGAN):
     keras.utils.set_random_seed(0)
     cls = load_registry().registry.get("constraint", name)
-    return WGAN(
+    return engine(
         STRATEGY,
         critic=lambda s: mlp_critic(s, width=32, depth=3),
         generator=lambda s: mlp_generator(s, latent_dim=2, width=32, depth=2),
@@ -68,16 +79,25 @@ def main():
         grads, loss = wgan.critic_gradients(tf.constant(data[:GLOBAL_BATCH]), step=3, phase=1)
         ds = tf.data.Dataset.from_tensor_slices(data).batch(GLOBAL_BATCH, drop_remainder=True).repeat()
         metrics = wgan.run(wgan.distribute(ds), ITERATIONS)
+        naive_grads, _ = build(name, PerReplicaMean).critic_gradients(
+            tf.constant(data[:GLOBAL_BATCH]), step=3, phase=1
+        )
         out["results"][name] = {
             "critic_loss": float(loss),
+            "grad_norm": float(tf.linalg.global_norm(grads)),
+            "per_replica_mean_grad_norm": float(tf.linalg.global_norm(naive_grads)),
             "critic_grads": [g.numpy().tolist() for g in grads],
             "metrics": {k: float(v) for k, v in metrics.items()},
             "critic_weights": [v.numpy().tolist() for v in wgan.critic.trainable_variables],
             "generator_weights": [v.numpy().tolist() for v in wgan.generator.trainable_variables],
             "non_trainable": [v.numpy().tolist() for v in wgan.critic.non_trainable_variables],
         }
-    print("RESULT " + json.dumps(out))
+    print("RESULT " + json.dumps(out), flush=True)
 
 
 if __name__ == "__main__":
     main()
+    # Skip interpreter teardown: a multi-worker gRPC server can keep a finished process alive.
+    import os
+
+    os._exit(0)

@@ -1,6 +1,7 @@
-"""Same global batch and seed => same numbers on 1, 2 and 4 replicas as on the default strategy.
+"""Same global batch and seed => same numbers on 1, 2 and 4 replicas and 2 workers as on one device.
 
-Each layout runs in its own process (tests/replica_probe.py). Compared: the critic loss and the
+Each layout runs in its own process (tests/replica_probe.py); "multi_worker" is two processes joined
+by TF_CONFIG on 127.0.0.1, one CPU replica each, compared through the chief's output. Compared: the critic loss and the
 all-reduced critic gradients of one step (<= 1e-5 relative), and metrics and final weights of both
 networks after several full iterations (n_critic critic updates + a generator update).
 """
@@ -10,10 +11,11 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import REPO, finish, start_python
+from tests.conftest import REPO, finish, free_port, start_python
 
 CONSTRAINTS = ["none", "gradient_penalty", "weight_clip", "spectral_norm"]
-LAYOUTS = ["default", "mirrored:1", "mirrored:2", "mirrored:4"]
+LAYOUTS = ["default", "mirrored:1", "mirrored:2", "mirrored:4", "multi_worker"]
+PROBE = REPO / "tests" / "replica_probe.py"
 RTOL = 1e-5
 
 
@@ -25,11 +27,20 @@ def parse(proc):
 
 @pytest.fixture(scope="module")
 def layouts():
-    # Two at a time: the machines this runs on have 2 cores.
+    # Two processes at a time: the machines this runs on have 2 cores.
     results = {}
-    for pair in (LAYOUTS[:2], LAYOUTS[2:]):
-        procs = {lay: start_python(REPO / "tests" / "replica_probe.py", lay) for lay in pair}
+    for pair in (LAYOUTS[:2], LAYOUTS[2:4]):
+        procs = {lay: start_python(PROBE, lay) for lay in pair}
         results.update({lay: parse(finish(proc)) for lay, proc in procs.items()})
+    cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
+    workers = [
+        start_python(PROBE, "multi_worker", env={"TF_CONFIG": json.dumps(
+            {"cluster": cluster, "task": {"type": "worker", "index": i}})})
+        for i in range(2)
+    ]
+    chief, other = (finish(w) for w in workers)
+    results["multi_worker"] = parse(chief)
+    assert other.returncode == 0, other.stderr[-2000:]
     return results
 
 
@@ -50,7 +61,7 @@ def assert_same(actual, expected, what):
 def test_replica_count_does_not_change_the_numbers(layouts, layout, constraint):
     expected = layouts["default"]["results"][constraint]
     actual = layouts[layout]["results"][constraint]
-    assert layouts[layout]["replicas"] == int(layout.split(":")[1])
+    assert layouts[layout]["replicas"] == (2 if layout == "multi_worker" else int(layout.split(":")[1]))
     assert relative_error(actual["critic_loss"], expected["critic_loss"]) <= RTOL
     assert_same(actual["critic_grads"], expected["critic_grads"], "critic gradient")
     for key, value in expected["metrics"].items():
@@ -66,3 +77,15 @@ def test_the_comparison_can_fail(layouts):
     gp = layouts["default"]["results"]["gradient_penalty"]["critic_grads"]
     none = layouts["default"]["results"]["none"]["critic_grads"]
     assert max(relative_error(a, b) for a, b in zip(gp, none)) > 1e-2
+
+
+@pytest.mark.slow
+def test_per_replica_mean_scales_gradients_with_replica_count(layouts):
+    """Why the engine divides by the global batch: Keras SUMs gradients over replicas, so a
+    per-replica mean makes the applied gradient N times too large; the engine's stays put."""
+    base = layouts["default"]["results"]["gradient_penalty"]
+    for layout in ("mirrored:2", "mirrored:4", "multi_worker"):
+        result = layouts[layout]["results"]["gradient_penalty"]
+        n = layouts[layout]["replicas"]
+        assert result["grad_norm"] == pytest.approx(base["grad_norm"], rel=RTOL)
+        assert result["per_replica_mean_grad_norm"] == pytest.approx(n * base["grad_norm"], rel=1e-4)
