@@ -37,6 +37,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -255,12 +256,16 @@ def replica_probes(specs, counts=REPLICA_COUNTS, data_shape=(2,), critic_factory
         "critic": _qualified(critic_factory),
     }
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd(), *sys.path] if p)
+    # The caller's import path, made absolute; the child runs in a neutral folder because
+    # ``python -m`` puts its working directory first on sys.path, where a folder such as a
+    # repository's ``gin/`` would shadow an installed package.
+    env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p or ".") for p in sys.path)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     procs = {
         n: subprocess.Popen(
             [sys.executable, "-m", "lipgan.testing", json.dumps({**request, "replicas": n})],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            cwd=tempfile.gettempdir(),
         )
         for n in counts
     }

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from fake_dists import BROKEN_IMPORT, RAISING_HOOK, good, make_dist
@@ -117,8 +118,8 @@ def test_cli_plugins_json_reports_plugins_failures_and_blocked(tmp_path):
     make_dist(tmp_path, "lipgan-halfdone", "2.0", "half_done", "half_done_plugin", RAISING_HOOK)
     env = dict(os.environ, PYTHONPATH=str(tmp_path), LIPGAN_DISABLE_PLUGINS="tpu")
     out = subprocess.run(
-        [sys.executable, "-m", "lipgan.cli", "plugins", "--json", "--disable-plugin", "r1"],
-        capture_output=True, text=True, env=env, timeout=300, check=True,
+        [str(Path(sys.executable).with_name("lipgan")), "plugins", "--json", "--disable-plugin", "r1"],
+        capture_output=True, text=True, env=env, timeout=300, check=True, cwd=tmp_path,
     ).stdout
     payload = json.loads(out)
     plugins = {p["name"]: p for p in payload["plugins"]}
