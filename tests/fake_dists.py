@@ -60,3 +60,18 @@ def make_dist(root: Path, dist: str, version: str, plugin: str, module: str, sou
 def good(root: Path, dist="lipgan-fake-good", version="1.2.3", name="fake_good", module="fake_good_plugin"):
     cls = "".join(p.title() for p in name.split("_"))
     return make_dist(root, dist, version, name, module, GOOD_PLUGIN.format(cls=cls, name=name))
+
+STRATEGY_PLUGIN = '''
+import tensorflow as tf
+from lipgan import StrategyPlugin, hookimpl
+
+class OneDevice(StrategyPlugin):
+    name = "fake_one_device"
+
+    def create(self):
+        return tf.distribute.OneDeviceStrategy("/cpu:0")
+
+@hookimpl
+def lipgan_register_strategies(register):
+    register(OneDevice)
+'''

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_dists import BROKEN_IMPORT, RAISING_HOOK, good, make_dist
+from fake_dists import BROKEN_IMPORT, RAISING_HOOK, STRATEGY_PLUGIN, good, make_dist
 
 from lipgan import config
 from lipgan.errors import ConfigError
@@ -30,6 +30,16 @@ def test_third_party_plugin_is_discovered_with_its_distribution(site):
     assert (entry.plugin, entry.source) == ("fake_good", "lipgan-fake-good 1.2.3")
     assert discovery.hooks_of("fake_good") == ["lipgan_register_constraints"]
     assert "gradient_penalty" in discovery.registry.names("constraint")
+
+
+def test_third_party_strategy_via_lipgan_register_strategies(site):
+    make_dist(site, "lipgan-fake-strategy", "0.3", "fake_strategy", "fake_strategy_plugin",
+              STRATEGY_PLUGIN)
+    discovery = load_registry()
+    entry = {e.name: e for e in discovery.registry.entries("strategy")}["fake_one_device"]
+    assert (entry.kind, entry.source) == ("strategy", "lipgan-fake-strategy 0.3")
+    assert discovery.hooks_of("fake_strategy") == ["lipgan_register_strategies"]
+    config.parse(["wgangp_toy.gin"], ["train.strategy = @fake_one_device()"], discovery.registry)
 
 
 def test_import_failure_is_reported_and_others_still_load(site):
