@@ -159,3 +159,25 @@ class TestGradientPenaltyThroughMixin(ConstraintConformance):
 
     def test_replica_invariance(self):  # covered, batched, by the slow test above
         assert self.constraint_class in [cls for cls, _ in builtins()]
+
+
+def conv_critic(data_shape):
+    """A module-level custom critic for image-shaped data, as a plugin author would pass."""
+    import keras
+
+    return keras.Sequential([
+        keras.Input(shape=tuple(data_shape)),
+        keras.layers.Conv2D(4, 3, strides=2, activation="relu"),
+        keras.layers.Flatten(),
+        keras.layers.Dense(1),
+    ])
+
+
+class TestMixinWithCustomCriticAndImageShape(ConstraintConformance):
+    from lipgan_plugins.r1 import R1 as constraint_class
+
+    data_shape = (8, 8, 3)
+    critic_factory = conv_critic  # a plain function: the mix-in must not bind it as a method
+
+    def test_replica_invariance(self):  # the subprocess path is covered by the slow test above
+        assert self._critic is conv_critic
