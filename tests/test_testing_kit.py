@@ -38,6 +38,7 @@ def test_every_builtin_constraint_is_checked():
             "dragan", "r1"} <= names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(7))
 def test_builtin_passes_in_process_checks(index):
     cls, kwargs = builtins()[index]
