@@ -160,7 +160,7 @@ def plugins(as_json, disabled):
         click.echo(json.dumps(payload, indent=2))
         return
     for kind in ("constraint", "strategy"):
-        click.echo(f"{kind}s:")
+        click.echo(f"{'strategies' if kind == 'strategy' else kind + 's'}:")
         for item in (e for e in entries if e["kind"] == kind):
             click.echo(f"  {item['name']:<20} {item['source']:<24} {item['description']}")
     for failure in discovery.failures:

@@ -91,12 +91,19 @@ def _one_line(exc: BaseException, where: str, registry: Registry) -> str:
     unknown = re.search(r"No configurable matching (?:reference )?'@?([\w./]+?)(?:\(\))?'", message)
     if unknown:
         name = unknown.group(1).split("/")[-1]
-        message = (
-            f"unknown configurable {name!r}; constraints: {', '.join(registry.names('constraint'))}; "
-            f"strategies: {', '.join(registry.names('strategy'))}; "
-            f"other configurables: {', '.join(sorted(_library_configurables()))}"
-        )
+        message = _unknown_name(name, registry)
     return f"{where}: {message}"
+
+
+def _unknown_name(name: str, registry: Registry) -> str:
+    """Why ``name`` is not a configurable: its plugin failed or is blocked, or it was never known."""
+    if name in registry.unavailable:
+        return f"{name!r} is unavailable: {registry.unavailable[name]}"
+    return (
+        f"unknown configurable {name!r}; constraints: {', '.join(registry.names('constraint'))}; "
+        f"strategies: {', '.join(registry.names('strategy'))}; "
+        f"other configurables: {', '.join(sorted(_library_configurables()))}"
+    )
 
 
 def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list[Path]:

@@ -19,6 +19,11 @@ from typing import ClassVar
 
 import tensorflow as tf
 
+#: Pinned so a draw is the same eagerly, in ``tf.function`` and under XLA/TPU: the default
+#: ``auto_select`` picks a different generator when compiled with XLA, so ``jit_compile=True``
+#: would silently change every ε and z.
+RNG_ALG = "philox"
+
 
 class StepContext:
     """Replica-invariant facts and randomness for one sub-step (one critic or generator update).
@@ -57,7 +62,7 @@ class StepContext:
         # program draws the same numbers on every replica count.
         key = tf.constant([self.seed, 0x11F6A], dtype=tf.int64)
         for data in (tf.cast(self.step, tf.int64), self.phase, self._calls):
-            key = tf.random.experimental.stateless_fold_in(key, data)
+            key = tf.random.experimental.stateless_fold_in(key, data, alg=RNG_ALG)
         self._calls += 1
         return key
 
@@ -69,13 +74,13 @@ class StepContext:
     def uniform(self, event_shape=(), dtype=tf.float32) -> tf.Tensor:
         """This replica's ``[b, *event_shape]`` slice of a global U[0, 1) draw."""
         shape = [self.global_batch_size, *event_shape]
-        draw = tf.random.stateless_uniform(shape, seed=self._next_key(), dtype=dtype)
+        draw = tf.random.stateless_uniform(shape, seed=self._next_key(), dtype=dtype, alg=RNG_ALG)
         return self._local_rows(draw)
 
     def normal(self, event_shape=(), dtype=tf.float32) -> tf.Tensor:
         """This replica's ``[b, *event_shape]`` slice of a global N(0, 1) draw."""
         shape = [self.global_batch_size, *event_shape]
-        draw = tf.random.stateless_normal(shape, seed=self._next_key(), dtype=dtype)
+        draw = tf.random.stateless_normal(shape, seed=self._next_key(), dtype=dtype, alg=RNG_ALG)
         return self._local_rows(draw)
 
 

@@ -28,6 +28,9 @@ BUILTIN_PLUGINS = {
     "weight_clip": "lipgan_plugins.weight_clip",
     "gradient_penalty": "lipgan_plugins.gradient_penalty",
     "spectral_norm": "lipgan_plugins.spectral_norm",
+    "lipschitz_penalty": "lipgan_plugins.lipschitz_penalty",
+    "dragan": "lipgan_plugins.dragan",
+    "r1": "lipgan_plugins.r1",
     "default": "lipgan_plugins.default_strategy",
     "mirrored": "lipgan_plugins.mirrored",
     "tpu": "lipgan_plugins.tpu",
@@ -111,6 +114,30 @@ def _load_plugins(manager, blocked, failures) -> dict[str, str]:
     return sources
 
 
+def _call_register_hook(impl, kind: str, registry: Registry, source: str) -> str | None:
+    """Call one plugin's registration hook; all its registrations stand, or none.
+
+    A hook that raises half-way must not leave half a plugin behind: its earlier registrations
+    are rolled back and the error is returned as one line (``None`` on success).
+    """
+    added = []
+    try:
+        impl.function(
+            register=lambda cls: added.append(
+                registry.add(kind, cls, plugin=impl.plugin_name, source=source)
+            )
+        )
+        return None
+    except DuplicateNameError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any plugin error is reported, not raised
+        error = f"{type(exc).__name__}: {exc}"
+        for entry in added:
+            registry.remove(entry.kind, entry.name)
+            registry.mark_unavailable(entry.name, f"{entry.describe()} failed to load: {error}")
+        return error
+
+
 def load_registry(disabled: Iterable[str] | None = None) -> Discovery:
     """Discover plugins and collect their registrations.
 
@@ -126,16 +153,15 @@ def load_registry(disabled: Iterable[str] | None = None) -> Discovery:
     for hook_name, kind in _HOOK_KINDS.items():
         for impl in getattr(manager.hook, hook_name).get_hookimpls():
             source = sources.get(impl.plugin_name, BUILTIN_SOURCE)
-            try:
-                impl.function(
-                    register=lambda cls, n=impl.plugin_name, s=source, k=kind: registry.add(
-                        k, cls, plugin=n, source=s
-                    )
-                )
-            except DuplicateNameError:
-                raise
-            except Exception as exc:  # noqa: BLE001
-                failures.append(
-                    PluginFailure(impl.plugin_name, source, f"{type(exc).__name__}: {exc}")
-                )
+            error = _call_register_hook(impl, kind, registry, source)
+            if error:
+                failures.append(PluginFailure(impl.plugin_name, source, error))
+    for failure in failures:
+        registry.mark_unavailable(
+            failure.plugin, f"plugin {failure.plugin!r} ({failure.source}) failed to load: {failure.error}"
+        )
+    for name in blocked:
+        registry.mark_unavailable(
+            name, f"plugin {name!r} is blocked by {DISABLE_ENV} or --disable-plugin"
+        )
     return Discovery(registry, manager, sources, failures, sorted(blocked))

@@ -45,9 +45,20 @@ class Registration:
             "name": self.name,
             "plugin": self.plugin,
             "source": self.source,
+            **_distribution(self.source),
             "class": f"{self.cls.__module__}.{self.cls.__qualname__}",
             "description": doc,
         }
+
+
+def _distribution(source: str) -> dict:
+    """``{"distribution", "version"}`` from a source label; built-ins belong to lipgan itself."""
+    if source == "built-in":
+        from lipgan import __version__
+
+        return {"distribution": "lipgan", "version": __version__}
+    dist, _, version = source.rpartition(" ")
+    return {"distribution": dist or source, "version": version if dist else ""}
 
 
 class Registry:
@@ -55,6 +66,14 @@ class Registry:
 
     def __init__(self):
         self._entries: dict[str, dict[str, Registration]] = {kind: {} for kind in KINDS}
+        #: name -> why it is not available (its plugin failed or is blocked); used in error messages.
+        self.unavailable: dict[str, str] = {}
+
+    def mark_unavailable(self, name: str, reason: str) -> None:
+        self.unavailable.setdefault(name, reason)
+
+    def remove(self, kind: str, name: str) -> None:
+        self._entries[kind].pop(name, None)
 
     def add(self, kind: str, cls: type, *, plugin: str, source: str) -> Registration:
         base = KINDS[kind]
@@ -92,6 +111,8 @@ class Registry:
             return self._entries[kind][name].cls
         except KeyError:
             known = ", ".join(self.names(kind))
+            if name in self.unavailable:
+                raise ConfigError(f"{kind} {name!r} is unavailable: {self.unavailable[name]}") from None
             raise ConfigError(f"unknown {kind} {name!r}; known: {known}") from None
 
     def kind_of(self, name: str) -> str | None:

@@ -1,0 +1,32 @@
+"""``r1``: the R1 regularizer (Mescheder, Geiger & Nowozin 2018), γ/2·‖∇D(x)‖² on real data only.
+
+Mescheder et al. show that penalizing the critic's gradient on the *real* distribution makes the
+GAN game locally convergent where unregularized and WGAN-GP training can oscillate. It has no target
+norm: it pushes the gradient at real data to zero. ‖∇D‖² is taken as the square of the shared
+``per_example_gradient_norm`` (whose 1e-12 guard only matters for the square root it undoes).
+"""
+
+import tensorflow as tf
+from lipgan_plugins.gradient_penalty import per_example_gradient_norm
+
+from lipgan import Constraint, hookimpl
+
+
+class R1(Constraint):
+    """γ/2·‖∇D(x)‖² at the real examples."""
+
+    name = "r1"
+    description = "R1: gamma/2·‖∇D(x)‖² on real data (Mescheder et al. 2018)."
+
+    def __init__(self, gamma: float = 10.0):
+        if gamma < 0:
+            raise ValueError(f"r1.gamma must be >= 0, got {gamma}")
+        self.gamma = float(gamma)
+
+    def penalty(self, critic, real, fake, ctx):
+        return 0.5 * self.gamma * tf.square(per_example_gradient_norm(critic, real))
+
+
+@hookimpl
+def lipgan_register_constraints(register):
+    register(R1)
