@@ -19,16 +19,14 @@ from typing import ClassVar
 
 import tensorflow as tf
 
-#: Pinned so a draw is the same eagerly, in ``tf.function`` and under XLA/TPU: the default
-#: ``auto_select`` picks a different generator when compiled with XLA, so ``jit_compile=True``
-#: would silently change every ε and z.
-RNG_ALG = "philox"
+from lipgan import rng
 
 
 class StepContext:
     """Replica-invariant facts and randomness for one sub-step (one critic or generator update).
 
-    ``uniform``/``normal`` draw a tensor for the *global* batch from a stateless RNG keyed by
+    ``uniform``/``normal`` draw a tensor for the *global* batch from a counter-based RNG
+    (:mod:`lipgan.rng`: identical eagerly, in ``tf.function`` and under XLA/TPU) keyed by
     ``(seed, step, phase, call index)`` and return this replica's rows, so the values a given example
     sees are the same on 1, 2 or 64 replicas. Replica ``r`` owns global rows ``[r*b, (r+1)*b)``, which is
     the layout ``tf.distribute`` gives a batched dataset.
@@ -60,9 +58,9 @@ class StepContext:
     def _next_key(self) -> tf.Tensor:
         # Each call during tracing gets its own index; tracing order is deterministic, so the same
         # program draws the same numbers on every replica count.
-        key = tf.constant([self.seed, 0x11F6A], dtype=tf.int64)
-        for data in (tf.cast(self.step, tf.int64), self.phase, self._calls):
-            key = tf.random.experimental.stateless_fold_in(key, data, alg=RNG_ALG)
+        key = rng.root_key(self.seed)
+        for data in (self.step, self.phase, self._calls):
+            key = rng.fold_in(key, data)
         self._calls += 1
         return key
 
@@ -74,13 +72,13 @@ class StepContext:
     def uniform(self, event_shape=(), dtype=tf.float32) -> tf.Tensor:
         """This replica's ``[b, *event_shape]`` slice of a global U[0, 1) draw."""
         shape = [self.global_batch_size, *event_shape]
-        draw = tf.random.stateless_uniform(shape, seed=self._next_key(), dtype=dtype, alg=RNG_ALG)
+        draw = rng.uniform(self._next_key(), shape, dtype)
         return self._local_rows(draw)
 
     def normal(self, event_shape=(), dtype=tf.float32) -> tf.Tensor:
         """This replica's ``[b, *event_shape]`` slice of a global N(0, 1) draw."""
         shape = [self.global_batch_size, *event_shape]
-        draw = tf.random.stateless_normal(shape, seed=self._next_key(), dtype=dtype, alg=RNG_ALG)
+        draw = rng.normal(self._next_key(), shape, dtype)
         return self._local_rows(draw)
 
 

@@ -261,12 +261,15 @@ class WGAN:
 
         @tf.function
         def loop(iterator, num_iterations):
+            # The iteration index is computed from the loop counter and the variable is written
+            # once, after the loop: no read-after-write ordering inside the loop to get wrong
+            # (with an XLA-compiled replica function, a per-iteration read could see the update).
+            start = self.iteration.read_value()
             metrics = {k: tf.constant(0.0) for k in METRICS}
-            for _ in tf.range(num_iterations):
+            for i in tf.range(num_iterations):
                 reals = tuple(next(iterator) for _ in range(self.config.n_critic))
-                step = self.iteration.read_value()
-                metrics = self._reduce(self.strategy.run(replica_fn, args=(reals, step)))
-                self.iteration.assign_add(1)
+                metrics = self._reduce(self.strategy.run(replica_fn, args=(reals, start + i)))
+            self.iteration.assign_add(num_iterations)
             return metrics
 
         return loop

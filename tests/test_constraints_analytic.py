@@ -6,12 +6,12 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+
+from lipgan import StepContext
 from lipgan_plugins.dragan import Dragan, perturb_real
 from lipgan_plugins.gradient_penalty import GradientPenalty
 from lipgan_plugins.lipschitz_penalty import LipschitzPenalty
 from lipgan_plugins.r1 import R1
-
-from lipgan import StepContext
 
 BATCH, DIM = 6, 3
 

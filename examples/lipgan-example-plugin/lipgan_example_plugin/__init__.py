@@ -8,10 +8,10 @@ it. It is small on purpose: this package exists to show what a third-party lipga
 
 import tensorflow as tf
 
+from lipgan import Constraint, hookimpl
+
 # The shared, numerically safe ‖∇ₓD(x)‖ (nested tape, sqrt(Σg² + 1e-12)) from lipgan's own plugins.
 from lipgan_plugins.gradient_penalty import per_example_gradient_norm
-
-from lipgan import Constraint, hookimpl
 
 __version__ = "0.1.0"
 
