@@ -18,7 +18,7 @@ import tensorflow_datasets as tfds
 from lipgan.errors import DatasetError
 
 #: TFDS builder name -> module that defines it; these build locally, without network.
-OFFLINE_BUILDERS = {"lipgan_toy": "lipgan.data.toy"}
+OFFLINE_BUILDERS = {"lipgan_toy": "lipgan.data.toy", "lipgan_digits": "lipgan.data.digits"}
 
 _MOCKING = contextvars.ContextVar("lipgan_mock_data", default=False)
 
