@@ -9,6 +9,7 @@ has infinite slope at 0, which would turn a zero gradient into NaN in the second
 import tensorflow as tf
 
 from lipgan import Constraint, hookimpl
+from lipgan.models.checks import warn_if_batch_norm
 
 NORM_EPSILON = 1e-12
 
@@ -43,6 +44,10 @@ class GradientPenalty(Constraint):
         self.weight = float(weight)
         self.target = float(target)
         self.one_sided = bool(one_sided)
+
+    def wrap_critic(self, critic):
+        warn_if_batch_norm(critic, self.name)  # batch statistics couple the per-example penalty
+        return critic
 
     def penalty(self, critic, real, fake, ctx):
         norm = per_example_gradient_norm(critic, interpolate(real, fake, ctx))
