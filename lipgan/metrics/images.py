@@ -146,7 +146,7 @@ def _train_digits_classifier(seed: int = 0):
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
     )
-    model.fit(x_train, y_train, batch_size=64, epochs=30, verbose=0, shuffle=True)
+    model.fit(x_train, y_train, batch_size=64, epochs=15, verbose=0, shuffle=True)
     accuracy = float(model.evaluate(x_test, y_test, verbose=0)[1])
     return model, accuracy
 
