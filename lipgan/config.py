@@ -34,6 +34,8 @@ def _library_configurables():
         "mlp_generator": models.mlp_generator,
         "dcgan_critic": models.dcgan_critic,
         "dcgan_generator": models.dcgan_generator,
+        "resnet_critic": models.resnet_critic,
+        "resnet_generator": models.resnet_generator,
         "Adam": keras.optimizers.Adam,
         "RMSprop": keras.optimizers.RMSprop,
         "SGD": keras.optimizers.SGD,

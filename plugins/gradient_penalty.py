@@ -12,6 +12,7 @@ losses only see score *differences*, so without it the critic's output may drift
 import tensorflow as tf
 
 from lipgan import Constraint, hookimpl
+from lipgan.models.checks import warn_if_batch_norm
 
 NORM_EPSILON = 1e-12
 
@@ -55,6 +56,10 @@ class GradientPenalty(Constraint):
         self.target = float(target)
         self.one_sided = bool(one_sided)
         self.drift = float(drift)
+
+    def wrap_critic(self, critic):
+        warn_if_batch_norm(critic, self.name)  # batch statistics couple the per-example penalty
+        return critic
 
     def penalty(self, critic, real, fake, ctx):
         norm = per_example_gradient_norm(critic, interpolate(real, fake, ctx))

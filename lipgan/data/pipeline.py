@@ -18,7 +18,7 @@ import tensorflow_datasets as tfds
 from lipgan.errors import DatasetError
 
 #: TFDS builder name -> module that defines it; these build locally, without network.
-OFFLINE_BUILDERS = {"lipgan_toy": "lipgan.data.toy"}
+OFFLINE_BUILDERS = {"lipgan_toy": "lipgan.data.toy", "lipgan_digits": "lipgan.data.digits"}
 
 _MOCKING = contextvars.ContextVar("lipgan_mock_data", default=False)
 
@@ -50,6 +50,7 @@ def _builder(name: str, data_dir: str | None):
 
 
 def _prepare(builder, name: str) -> None:
+    """Build lipgan's own datasets on first use; for any other, a one-line error saying how."""
     if builder.is_prepared():
         return
     if builder.name in OFFLINE_BUILDERS:
@@ -62,12 +63,41 @@ def _prepare(builder, name: str) -> None:
     )
 
 
-def _to_float(image_or_points: tf.Tensor, image_size: int | None) -> tf.Tensor:
+#: Per-dataset defaults used when the gin binding leaves them unset: the image sizes the shipped
+#: models expect (DCGAN 32x32 for the 28x28 and 32x32 sets; 64x64 CelebA from the usual 108x108
+#: centre crop of the 218x178 aligned faces, as in DCGAN/WGAN-GP CelebA experiments).
+IMAGE_DEFAULTS = {
+    "mnist": {"image_size": 32},
+    "fashion_mnist": {"image_size": 32},
+    "cifar10": {"image_size": 32},
+    "celeb_a": {"image_size": 64, "center_crop": 108},
+    "lipgan_digits": {"image_size": 32},
+}
+
+#: ``cache="auto"`` keeps decoded float32 examples in memory only below this size.
+CACHE_LIMIT_BYTES = 2 << 30
+
+
+def _base_name(name: str) -> str:
+    return name.split("/")[0].split(":")[0]
+
+
+def _center_crop(x: tf.Tensor, size: int) -> tf.Tensor:
+    h, w = x.shape[0], x.shape[1]
+    size = min(size, h, w)
+    top, left = (h - size) // 2, (w - size) // 2
+    return x[top : top + size, left : left + size]
+
+
+def _to_float(image_or_points: tf.Tensor, image_size: int | None, center_crop: int | None = None):
     x = image_or_points
     if x.dtype == tf.uint8:  # images: [0, 255] -> [-1, 1]
+        if center_crop:
+            x = _center_crop(x, center_crop)
         x = tf.cast(x, tf.float32) / 127.5 - 1.0
-        if image_size is not None and x.shape[0] != image_size:
+        if image_size is not None and (x.shape[0], x.shape[1]) != (image_size, image_size):
             x = tf.image.resize(x, [image_size, image_size], antialias=True)
+            x = tf.clip_by_value(x, -1.0, 1.0)  # antialiased kernels overshoot slightly
         return x
     return tf.cast(x, tf.float32)
 
@@ -78,10 +108,15 @@ def load_examples(
     data_dir: str | None = None,
     feature: str | None = None,
     image_size: int | None = None,
+    center_crop: int | None = None,
 ) -> tf.data.Dataset:
-    """Unbatched float32 examples of ``name``; images scaled to [-1, 1] and optionally resized."""
+    """Unbatched float32 examples of ``name``; images scaled to [-1, 1], optionally centre-cropped
+    to a ``center_crop`` square and resized to ``image_size`` (defaults: :data:`IMAGE_DEFAULTS`)."""
     data_dir = data_dir or os.environ.get("TFDS_DATA_DIR")
     builder = _builder(name, data_dir)
+    defaults = IMAGE_DEFAULTS.get(_base_name(name), {})
+    image_size = image_size if image_size is not None else defaults.get("image_size")
+    center_crop = center_crop if center_crop is not None else defaults.get("center_crop")
     if not _MOCKING.get():
         _prepare(builder, name)
     keys = list(builder.info.features.keys())
@@ -93,8 +128,23 @@ def load_examples(
     except ValueError as exc:
         raise DatasetError(f"dataset {name!r}: {str(exc).splitlines()[0]}") from None
     return ds.map(
-        lambda ex: _to_float(ex[key], image_size), num_parallel_calls=tf.data.AUTOTUNE
+        lambda ex: _to_float(ex[key], image_size, center_crop), num_parallel_calls=tf.data.AUTOTUNE
     )
+
+
+def _fits_in_memory(ds: tf.data.Dataset, num_examples: int | None) -> bool:
+    per_example = ds.element_spec.shape.num_elements()
+    if not num_examples or per_example is None:
+        return False  # unknown size: caching is not worth the risk
+    return num_examples * per_example * 4 <= CACHE_LIMIT_BYTES
+
+
+def _num_examples(name: str, split: str, data_dir: str | None) -> int | None:
+    builder = _builder(name, data_dir or os.environ.get("TFDS_DATA_DIR"))
+    try:
+        return int(builder.info.splits[split].num_examples)
+    except (KeyError, ValueError):
+        return None
 
 
 def dataset(
@@ -103,18 +153,26 @@ def dataset(
     data_dir: str | None = None,
     feature: str | None = None,
     image_size: int | None = None,
+    center_crop: int | None = None,
     shuffle_buffer: int = 10_000,
-    cache: bool = True,
+    cache: bool | str = "auto",
 ):
     """Gin-facing description of the training data (``train.dataset = @dataset()``).
 
     Returns a function ``(global_batch_size, seed) -> tf.data.Dataset`` of batched, shuffled, repeated
     examples with static shapes, so that the engine decides batch size and seed in one place.
+
+    ``cache="auto"`` keeps the decoded examples in memory when they take at most
+    :data:`CACHE_LIMIT_BYTES` (CIFAR-10, MNIST, digits; not 64x64 CelebA). Sharding across workers is
+    not done here: ``WGAN.distribute`` gives every replica its rows of each *global* batch, so the
+    batches are the same whatever the number of workers.
     """
+    if cache not in (True, False, "auto"):
+        raise ValueError(f"dataset.cache must be True, False or 'auto', got {cache!r}")
 
     def make(global_batch_size: int, seed: int) -> tf.data.Dataset:
-        ds = load_examples(name, split, data_dir, feature, image_size)
-        if cache:
+        ds = load_examples(name, split, data_dir, feature, image_size, center_crop)
+        if cache is True or (cache == "auto" and _fits_in_memory(ds, _num_examples(name, split, data_dir))):
             ds = ds.cache()
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True).repeat()
         return ds.batch(global_batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)

@@ -8,5 +8,13 @@ batch statistics would couple the examples (the paper's advice).
 
 from lipgan.models.dcgan import dcgan_critic, dcgan_generator
 from lipgan.models.mlp import mlp_critic, mlp_generator
+from lipgan.models.resnet import resnet_critic, resnet_generator
 
-__all__ = ["dcgan_critic", "dcgan_generator", "mlp_critic", "mlp_generator"]
+__all__ = [
+    "dcgan_critic",
+    "dcgan_generator",
+    "mlp_critic",
+    "mlp_generator",
+    "resnet_critic",
+    "resnet_generator",
+]

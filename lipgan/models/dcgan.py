@@ -1,59 +1,73 @@
-"""DCGAN 32x32 critic and generator as in the official WGAN-GP ``gan_cifar.py``.
+"""DCGAN critic and generator as in the official WGAN-GP code, for square power-of-two images.
 
-Generator: dense to 4x4x(4·dim), synchronized batch norm, ReLU, three stride-2 5x5 transposed convs,
-tanh. Critic: three stride-2 5x5 convs with LeakyReLU(0.2) and no normalization, then dense to 1.
-Batch norm in the generator is ``synchronized`` so that, under a distribution strategy, statistics are
-over the global batch and results do not depend on the replica count.
+The depth follows the image size, which reproduces both official models:
+
+* 32x32 (``gan_cifar.py``): generator dense to 4x4x(4·dim), then 5x5 stride-2 transposed convs
+  4·dim -> 2·dim -> dim -> C; critic 5x5 stride-2 convs C -> dim -> 2·dim -> 4·dim, then dense to 1.
+* 64x64 (``gan_64x64.py`` ``DCGANGenerator``/``DCGANDiscriminator``): the same with one more stage,
+  4x4x(8·dim) ... and a critic up to 8·dim channels.
+* 16x16 (lipgan_digits on two CPU cores): one stage fewer than 32x32.
+
+Generator stages use batch norm, ReLU and a tanh output. Batch norm is ``synchronized`` so that,
+under a distribution strategy, statistics are over the global batch and results do not depend on the
+replica count. The critic uses LeakyReLU(0.2) and **no normalization**: a gradient penalty is per
+example, and batch statistics would couple the examples (the official WGAN-GP setting).
 """
 
 from __future__ import annotations
 
+import math
+
 import keras
+
+_KERNEL = dict(kernel_size=5, strides=2, padding="same")
+
+
+def _stages(data_shape, who: str) -> tuple[int, int]:
+    """Number of stride-2 stages (size = 4·2^n) and the channel count, or a one-line error."""
+    if len(data_shape) != 3:
+        raise ValueError(f"{who} expects images [h, w, c], got shape {tuple(data_shape)}")
+    h, w, c = (int(d) for d in data_shape)
+    n = int(round(math.log2(h))) - 2 if h >= 8 else 0
+    if h != w or n < 1 or 4 * 2**n != h:
+        raise ValueError(
+            f"{who} expects square images of size 8, 16, 32, 64, ... got {h}x{w}; "
+            "set dataset.image_size (e.g. 32 for CIFAR-10/MNIST, 64 for CelebA)"
+        )
+    return n, c
 
 
 def dcgan_critic(data_shape, dim: int = 64) -> keras.Model:
-    """Conv critic for 32x32xC images; no batch norm (a GP critic must be per-example)."""
-    h, w, c = data_shape
-    if (h, w) != (32, 32):
-        raise ValueError(f"dcgan_critic expects 32x32 images, got {h}x{w}; set dataset.image_size=32")
-    conv = dict(kernel_size=5, strides=2, padding="same")
-    return keras.Sequential(
-        [
-            keras.Input(shape=(h, w, c)),
-            keras.layers.Conv2D(dim, **conv, name="conv_0"),
-            keras.layers.LeakyReLU(0.2),
-            keras.layers.Conv2D(2 * dim, **conv, name="conv_1"),
-            keras.layers.LeakyReLU(0.2),
-            keras.layers.Conv2D(4 * dim, **conv, name="conv_2"),
-            keras.layers.LeakyReLU(0.2),
-            keras.layers.Flatten(),
-            keras.layers.Dense(1, name="out", dtype="float32"),
-        ],
-        name="critic",
-    )
+    """Conv critic: ``n`` stride-2 5x5 convs (dim, 2·dim, ...), LeakyReLU(0.2), no norm, dense to 1."""
+    n, c = _stages(data_shape, "dcgan_critic")
+    size = 4 * 2**n
+    layers = [keras.Input(shape=(size, size, c))]
+    for i in range(n):
+        layers += [keras.layers.Conv2D(dim * 2**i, **_KERNEL, name=f"conv_{i}"), keras.layers.LeakyReLU(0.2)]
+    layers += [keras.layers.Flatten(), keras.layers.Dense(1, name="out", dtype="float32")]
+    return keras.Sequential(layers, name="critic")
 
 
 def dcgan_generator(data_shape, latent_dim: int = 128, dim: int = 64) -> keras.Model:
-    """Transposed-conv generator ``latent_dim -> 32x32xC`` in [-1, 1]."""
-    h, w, c = data_shape
-    if (h, w) != (32, 32):
-        raise ValueError(f"dcgan_generator expects 32x32 images, got {h}x{w}; set dataset.image_size=32")
-    deconv = dict(kernel_size=5, strides=2, padding="same")
-    return keras.Sequential(
-        [
-            keras.Input(shape=(latent_dim,)),
-            keras.layers.Dense(4 * 4 * 4 * dim, name="project"),
+    """Transposed-conv generator ``latent_dim -> 4x4x(dim·2^(n-1)) -> ... -> size x size x C`` in [-1, 1]."""
+    n, c = _stages(data_shape, "dcgan_generator")
+    top = dim * 2 ** (n - 1)
+    layers = [
+        keras.Input(shape=(latent_dim,)),
+        keras.layers.Dense(4 * 4 * top, name="project"),
+        keras.layers.BatchNormalization(synchronized=True),
+        keras.layers.ReLU(),
+        keras.layers.Reshape((4, 4, top)),
+    ]
+    for i in range(n - 1):
+        channels = dim * 2 ** (n - 2 - i)
+        layers += [
+            keras.layers.Conv2DTranspose(channels, **_KERNEL, name=f"deconv_{i}"),
             keras.layers.BatchNormalization(synchronized=True),
             keras.layers.ReLU(),
-            keras.layers.Reshape((4, 4, 4 * dim)),
-            keras.layers.Conv2DTranspose(2 * dim, **deconv, name="deconv_0"),
-            keras.layers.BatchNormalization(synchronized=True),
-            keras.layers.ReLU(),
-            keras.layers.Conv2DTranspose(dim, **deconv, name="deconv_1"),
-            keras.layers.BatchNormalization(synchronized=True),
-            keras.layers.ReLU(),
-            keras.layers.Conv2DTranspose(c, **deconv, name="deconv_2"),
-            keras.layers.Activation("tanh", dtype="float32"),
-        ],
-        name="generator",
-    )
+        ]
+    layers += [
+        keras.layers.Conv2DTranspose(c, **_KERNEL, name=f"deconv_{n - 1}"),
+        keras.layers.Activation("tanh", dtype="float32"),
+    ]
+    return keras.Sequential(layers, name="generator")

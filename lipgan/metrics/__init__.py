@@ -1,0 +1,1 @@
+"""Image-quality metrics (Fréchet distance, KID) and the feature extractors they run on."""

@@ -1,0 +1,225 @@
+"""Offline image metrics: Fréchet distance, KID, and the feature extractors they run on.
+
+Nothing here downloads anything. Two feature spaces:
+
+* :func:`digits_features` — the penultimate layer of a small CNN that lipgan trains on the
+  ``lipgan_digits`` train split itself (a few seconds on CPU) and caches in the TFDS data dir, so a
+  "Fréchet digits distance" is available with no network at all. Images of any size are resized to
+  16x16 (antialiased, as the training pipeline does) before the classifier sees them.
+* :func:`inception_features` — Keras' InceptionV3 pool features (2048-d), with weights read from a
+  local file only. Note: Keras' InceptionV3 is not the 2015 TF graph used by the reference FID code,
+  so its FID/KID values rank models consistently but are not comparable to published numbers.
+
+Fréchet distance (Heusel et al. 2017) and KID (Bińkowski et al. 2018, cubic polynomial kernel,
+unbiased MMD² averaged over random subsets) are pure numpy functions of two feature matrices.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from lipgan.errors import ConfigError
+
+DIGITS_SIZE = 16
+CLASSIFIER_VERSION = "v1"
+INCEPTION_SIZE = 299
+INCEPTION_FILE = "inception_v3_weights_tf_dim_ordering_tf_kernels_notop.h5"
+
+
+# -- distances ---------------------------------------------------------------------------------
+def _psd_sqrt(matrix: np.ndarray) -> np.ndarray:
+    values, vectors = np.linalg.eigh((matrix + matrix.T) / 2)
+    return (vectors * np.sqrt(np.clip(values, 0, None))) @ vectors.T
+
+
+def frechet_distance_from_stats(mu1, sigma1, mu2, sigma2) -> float:
+    """‖μ₁−μ₂‖² + tr(Σ₁ + Σ₂ − 2(Σ₁Σ₂)^½) between two Gaussians.
+
+    tr((Σ₁Σ₂)^½) is computed as the sum of square roots of the eigenvalues of the symmetric PSD
+    matrix Σ₁^½ Σ₂ Σ₁^½ (same spectrum), which avoids the complex parts that ``sqrtm`` of the
+    non-symmetric product produces on nearly singular covariances.
+    """
+    mu1, mu2 = np.asarray(mu1, np.float64), np.asarray(mu2, np.float64)
+    sigma1, sigma2 = np.atleast_2d(sigma1).astype(np.float64), np.atleast_2d(sigma2).astype(np.float64)
+    root1 = _psd_sqrt(sigma1)
+    middle = root1 @ sigma2 @ root1
+    trace_sqrt = np.sqrt(np.clip(np.linalg.eigvalsh((middle + middle.T) / 2), 0, None)).sum()
+    value = np.sum((mu1 - mu2) ** 2) + np.trace(sigma1) + np.trace(sigma2) - 2 * trace_sqrt
+    return float(max(value, 0.0))
+
+
+def feature_stats(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and (unbiased) covariance of ``[n, d]`` features."""
+    features = np.asarray(features, np.float64)
+    if features.ndim != 2 or len(features) < 2:
+        raise ValueError(f"need at least 2 feature vectors [n, d], got shape {features.shape}")
+    return features.mean(0), np.cov(features, rowvar=False)
+
+
+def frechet_distance(features_a: np.ndarray, features_b: np.ndarray) -> float:
+    """Fréchet distance between Gaussians fitted to two ``[n, d]`` feature sets (FID on Inception)."""
+    return frechet_distance_from_stats(*feature_stats(features_a), *feature_stats(features_b))
+
+
+def _mmd2_unbiased(x: np.ndarray, y: np.ndarray) -> float:
+    d = x.shape[1]
+    kxx = (x @ x.T / d + 1) ** 3
+    kyy = (y @ y.T / d + 1) ** 3
+    kxy = (x @ y.T / d + 1) ** 3
+    m, n = len(x), len(y)
+    return float(
+        (kxx.sum() - np.trace(kxx)) / (m * (m - 1))
+        + (kyy.sum() - np.trace(kyy)) / (n * (n - 1))
+        - 2 * kxy.mean()
+    )
+
+
+def kid(features_a, features_b, num_subsets: int = 100, subset_size: int = 1000, seed: int = 0):
+    """Kernel Inception Distance: mean and std of the unbiased MMD² with k(x,y) = (xᵀy/d + 1)³
+    over ``num_subsets`` random subsets of ``min(subset_size, n_a, n_b)`` examples each."""
+    a, b = np.asarray(features_a, np.float64), np.asarray(features_b, np.float64)
+    size = min(subset_size, len(a), len(b))
+    if size < 2:
+        raise ValueError(f"kid needs at least 2 examples per set, got {len(a)} and {len(b)}")
+    rng = np.random.default_rng(seed)
+    values = [
+        _mmd2_unbiased(a[rng.choice(len(a), size, replace=False)], b[rng.choice(len(b), size, replace=False)])
+        for _ in range(num_subsets)
+    ]
+    return float(np.mean(values)), float(np.std(values))
+
+
+# -- feature extractors ------------------------------------------------------------------------
+def _batched(fn, images: np.ndarray, batch_size: int) -> np.ndarray:
+    return np.concatenate([np.asarray(fn(images[i : i + batch_size])) for i in range(0, len(images), batch_size)])
+
+
+def _resize(images, size: int):
+    import tensorflow as tf
+
+    images = tf.convert_to_tensor(images, tf.float32)
+    if tuple(images.shape[1:3]) != (size, size):
+        images = tf.clip_by_value(tf.image.resize(images, [size, size], antialias=True), -1.0, 1.0)
+    return images
+
+
+def default_data_dir(data_dir: str | None = None) -> Path:
+    """Where TFDS keeps data: the argument, else ``TFDS_DATA_DIR``, else ``~/tensorflow_datasets``."""
+    return Path(data_dir or os.environ.get("TFDS_DATA_DIR") or Path.home() / "tensorflow_datasets")
+
+
+def real_digits(split: str = "train") -> tuple[np.ndarray, np.ndarray]:
+    """The lipgan_digits images of ``split`` as float32 [-1, 1] ``[n, 32, 32, 1]``, and labels."""
+    from lipgan.data.digits import digit_images, split_indices
+
+    images, labels = digit_images()
+    index = split_indices(len(images))[split]
+    return images[index].astype(np.float32) / 127.5 - 1.0, labels[index]
+
+
+def _train_digits_classifier(seed: int = 0):
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    x_train, y_train = real_digits("train")
+    x_test, y_test = real_digits("test")
+    x_train, x_test = _resize(x_train, DIGITS_SIZE), _resize(x_test, DIGITS_SIZE)
+    model = keras.Sequential(
+        [
+            keras.Input((DIGITS_SIZE, DIGITS_SIZE, 1)),
+            keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Flatten(),
+            keras.layers.Dense(64, activation="relu", name="features"),
+            keras.layers.Dense(10, name="logits"),
+        ],
+        name="digits_classifier",
+    )
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-3),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
+    model.fit(x_train, y_train, batch_size=64, epochs=15, verbose=0, shuffle=True)
+    accuracy = float(model.evaluate(x_test, y_test, verbose=0)[1])
+    return model, accuracy
+
+
+def digits_classifier(data_dir: str | None = None, min_accuracy: float = 0.9):
+    """The digits classifier, trained once and cached as ``<data_dir>/lipgan_digits_classifier/``.
+
+    Its test-split accuracy is stored next to it; a classifier below ``min_accuracy`` is refused,
+    since its features would not measure digit quality.
+    """
+    import keras
+
+    folder = default_data_dir(data_dir) / "lipgan_digits_classifier" / CLASSIFIER_VERSION
+    path, info_path = folder / "classifier.keras", folder / "info.json"
+    if path.is_file() and info_path.is_file():
+        model = keras.models.load_model(path)
+        model.test_accuracy = json.loads(info_path.read_text())["test_accuracy"]
+        return model
+    model, accuracy = _train_digits_classifier()
+    if accuracy < min_accuracy:
+        raise RuntimeError(f"digits classifier reached only {accuracy:.3f} test accuracy")
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / "classifier.tmp.keras"
+    model.save(tmp)
+    os.replace(tmp, path)  # never leave a half-written cache behind
+    info_path.write_text(json.dumps({"test_accuracy": accuracy, "image_size": DIGITS_SIZE}))
+    model.test_accuracy = accuracy
+    return model
+
+
+def digits_features(images: np.ndarray, classifier, batch_size: int = 500) -> np.ndarray:
+    """Penultimate-layer (64-d) features of ``[n, h, w, 1]`` images in [-1, 1]."""
+    import keras
+
+    extractor = keras.Model(classifier.inputs, classifier.get_layer("features").output)
+    return _batched(lambda x: extractor(_resize(x, DIGITS_SIZE), training=False), images, batch_size)
+
+
+def frechet_digits_distance(images: np.ndarray, data_dir: str | None = None, split: str = "train") -> float:
+    """Fréchet distance between ``images`` and the real digits of ``split`` in classifier features."""
+    classifier = digits_classifier(data_dir)
+    real, _ = real_digits(split)
+    return frechet_distance(digits_features(real, classifier), digits_features(images, classifier))
+
+
+def load_inception(weights_path: str | os.PathLike | None):
+    """InceptionV3 without its top (2048-d average-pooled features), weights from a local file only."""
+    if not weights_path or not Path(weights_path).is_file():
+        raise ConfigError(
+            f"Inception weights not found at {weights_path!r}; lipgan never downloads at run time: "
+            f"fetch {INCEPTION_FILE} (keras.applications.InceptionV3(include_top=False) stores it in "
+            "~/.keras/models/) where there is network and pass its path"
+        )
+    import keras
+
+    model = keras.applications.InceptionV3(
+        include_top=False, weights=None, pooling="avg", input_shape=(INCEPTION_SIZE, INCEPTION_SIZE, 3)
+    )
+    try:
+        model.load_weights(str(weights_path))
+    except (ValueError, OSError) as exc:
+        raise ConfigError(f"cannot load Inception weights from {weights_path}: {exc}") from None
+    return model
+
+
+def inception_features(images: np.ndarray, model, batch_size: int = 50) -> np.ndarray:
+    """2048-d features of ``[n, h, w, 1 or 3]`` images in [-1, 1] (InceptionV3's own input range)."""
+    import tensorflow as tf
+
+    def run(x):
+        x = tf.image.resize(tf.convert_to_tensor(x, tf.float32), [INCEPTION_SIZE, INCEPTION_SIZE])
+        if x.shape[-1] == 1:
+            x = tf.tile(x, [1, 1, 1, 3])
+        return model(x, training=False)
+
+    return _batched(run, images, batch_size)
