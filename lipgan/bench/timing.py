@@ -45,10 +45,12 @@ def measure(
     repetitions: int = 5,
     warmup: int = 1,
     min_rep_seconds: float = 0.2,
+    min_calls: int = 1,
     sync: Callable[[object], object] = lambda out: out,
 ) -> Timing:
     """Time ``call``: first call, ``warmup`` untimed calls, then ``repetitions`` timed groups.
 
+    ``min_calls`` per repetition lets a periodic cost (a lazy penalty every k steps) be amortized.
     ``sync`` forces the result (e.g. ``.numpy()``) so asynchronous dispatch is not mistaken for speed.
     """
     if repetitions < 1:
@@ -61,7 +63,7 @@ def measure(
         start = time.perf_counter()
         sync(call())
         probe = time.perf_counter() - start
-    calls = max(1, int(min_rep_seconds / max(probe, 1e-9)))
+    calls = max(min_calls, int(min_rep_seconds / max(probe, 1e-9)))
     reps = []
     for _ in range(repetitions):
         start = time.perf_counter()
