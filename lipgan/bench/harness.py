@@ -12,7 +12,8 @@ what ``lipgan run`` users get:
 
 Next to them, in the same process and on the same critic, batch and optimizer, the keras-io WGAN-GP
 recipe trained with ``fit`` (:mod:`lipgan.bench.keras_io_baseline`). Every configuration is reported
-as a ratio to the unconstrained constraint ``none`` measured in the same run, and lipgan's GP
+as a ratio to the unconstrained constraint ``none`` measured in the same run (repetitions are
+interleaved across constraints, see :mod:`lipgan.bench.timing`), and lipgan's GP
 iterations as a speedup over keras-io. Constraints come from the plugin registry, so third-party
 ones are benchmarked too. A strategy other than ``default`` runs in a child process (TensorFlow fixes
 its logical devices at start-up): ``python -m lipgan.bench.harness CONFIG.json OUT.json``.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import json
 import resource
 import subprocess
@@ -30,6 +32,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from lipgan.constraint import Constraint
 from lipgan.errors import ConfigError
 
 MODES = ("eager", "function", "xla")
@@ -244,10 +247,11 @@ def _sync(out):
     return tf.nest.map_structure(lambda t: t.numpy(), out)
 
 
-def _measure_lipgan(cfg, strategy, strategy_spec, model_name, batch, mode, constraint_spec, registry):
+def _lipgan_cases(cfg, strategy, model_name, batch, mode, constraint_spec, registry):
+    """(record fields, Case, flops thunk) for each measurement of one constraint."""
     import tensorflow as tf
 
-    from lipgan.bench.timing import measure
+    from lipgan.bench.timing import Case
 
     spec = MODELS[model_name]
     constraint = _instantiate(registry, "constraint", constraint_spec)
@@ -255,8 +259,8 @@ def _measure_lipgan(cfg, strategy, strategy_spec, model_name, batch, mode, const
     real = _synthetic_batch(spec.data_shape, batch)
     iterator = wgan.distribute(tf.data.Dataset.from_tensors(real).repeat())
     replica_fns = _replica_fns(wgan)
-    has_penalty = type(constraint).penalty is not type(constraint).__mro__[-2].penalty
-    records = []
+    has_penalty = type(constraint).penalty is not Constraint.penalty
+    out = []
     for what in cfg.measurements:
         if what == "penalty" and not has_penalty:
             continue
@@ -266,17 +270,85 @@ def _measure_lipgan(cfg, strategy, strategy_spec, model_name, batch, mode, const
             call, iterations = _host_call(wgan, replica_fns[what], iterator, mode), 1
         # A lazy penalty (every k steps) is only fairly timed over whole periods of k steps.
         period = -(-getattr(constraint, "every", 1) // iterations)
-        _reset_peak_memory()
-        timing = measure(call, repetitions=cfg.repetitions, warmup=cfg.warmup,
-                         min_rep_seconds=cfg.min_rep_seconds, min_calls=period, sync=_sync)
-        memory, memory_source = peak_memory()
+        case = Case(call, sync=_sync, min_calls=period)
+        meta = dict(constraint=constraint_spec, measurement=what, iterations=iterations,
+                    replicas=wgan.num_replicas, lazy=getattr(constraint, "every", 1) > 1)
         flops = None
         if cfg.count_flops and wgan.num_replicas == 1:
-            flops = _flops(wgan, what, replica_fns, real)
-        record = _record(strategy_spec, wgan.num_replicas, model_name, batch, mode, constraint_spec,
-                         what, timing.as_dict(batch * iterations), iterations, flops, memory, memory_source)
-        if getattr(constraint, "every", 1) > 1:
-            record["flops_note"] = "lazy penalty behind tf.cond: counted graph is the skipped branch"
+            flops = functools.partial(_flops, wgan, what, replica_fns, real)
+        out.append((meta, case, flops))
+    return out
+
+
+def _keras_io_case(cfg, model_name, batch, mode):
+    """The keras-io recipe's ``fit`` on the same critic, batch and optimizer, timed per batch."""
+    import time
+
+    import keras
+    import tensorflow as tf
+
+    from lipgan.bench import keras_io_baseline
+    from lipgan.bench.timing import Case
+
+    spec = MODELS[model_name]
+    critic_fn, generator_fn = _model_fns(spec)
+    keras.utils.set_random_seed(0)
+    model = keras_io_baseline.build(
+        critic_fn(spec.data_shape), generator_fn(spec.data_shape), n_critic=cfg.n_critic,
+        gp_weight=spec.gp_weight, make_optimizer=_optimizer, mode=mode,
+    )
+    data = tf.data.Dataset.from_tensors(_synthetic_batch(spec.data_shape, batch)).repeat()
+    stamps = []
+
+    class Clock(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            stamps.append(time.perf_counter())
+
+    def one_batch():
+        model.fit(data, steps_per_epoch=1, epochs=1, verbose=0)
+
+    def rep(calls):
+        # One fit of calls+1 batches, timed from the end of its first batch to the end of its last:
+        # steady-state fit batches, without fit's per-call set-up.
+        stamps.clear()
+        model.fit(data, steps_per_epoch=calls + 1, epochs=1, verbose=0, callbacks=[Clock()])
+        return (stamps[-1] - stamps[0]) / calls
+
+    meta = dict(constraint=KERAS_IO, measurement="iteration", iterations=1, replicas=1, lazy=False)
+    return meta, Case(one_batch, rep=rep), None
+
+
+def _measure_group(cfg, strategy, strategy_spec, model_name, batch, mode, constraints, registry, log):
+    """Every constraint (and keras-io) for one (model, batch, mode), with interleaved repetitions."""
+    from lipgan.bench.timing import measure_interleaved
+
+    entries = []
+    for constraint_spec in constraints:
+        entries += _lipgan_cases(cfg, strategy, model_name, batch, mode, constraint_spec, registry)
+    if cfg.keras_io and "iteration" in cfg.measurements and strategy.num_replicas_in_sync == 1:
+        entries.append(_keras_io_case(cfg, model_name, batch, mode))
+    memory = {}
+    by_case = {id(case): meta for meta, case, _ in entries}
+
+    def before(case):
+        meta = by_case[id(case)]
+        log(f"{strategy_spec} {model_name} b={batch} {mode} {meta['constraint']} {meta['measurement']}: compile + warm-up")
+        _reset_peak_memory()
+
+    def after(case):
+        memory[id(case)] = peak_memory()
+
+    timings = measure_interleaved(
+        [case for _, case, _ in entries], repetitions=cfg.repetitions, warmup=cfg.warmup,
+        min_rep_seconds=cfg.min_rep_seconds, before_prepare=before, after_prepare=after,
+    )
+    records = []
+    for (meta, case, flops), timing in zip(entries, timings):
+        record = _record(strategy_spec, meta["replicas"], model_name, batch, mode, meta["constraint"],
+                         meta["measurement"], timing.as_dict(batch * meta["iterations"]),
+                         meta["iterations"], flops() if flops else None, *memory[id(case)])
+        if meta["lazy"]:
+            record["flops_note"] = "lazy penalty behind tf.cond: the counted graph is its skipped branch"
         records.append(record)
     return records
 
@@ -302,47 +374,6 @@ def _record(strategy_spec, replicas, model, batch, mode, constraint, measurement
     return record
 
 
-def _measure_keras_io(cfg, strategy_spec, model_name, batch, mode):
-    """The keras-io recipe's ``fit`` on the same critic, batch and optimizer; times per batch."""
-    import time
-
-    import keras
-    import tensorflow as tf
-
-    from lipgan.bench import keras_io_baseline
-    from lipgan.bench.timing import Timing
-
-    spec = MODELS[model_name]
-    critic_fn, generator_fn = _model_fns(spec)
-    keras.utils.set_random_seed(0)
-    model = keras_io_baseline.build(
-        critic_fn(spec.data_shape), generator_fn(spec.data_shape), n_critic=cfg.n_critic,
-        gp_weight=spec.gp_weight, make_optimizer=_optimizer, mode=mode,
-    )
-    data = tf.data.Dataset.from_tensors(_synthetic_batch(spec.data_shape, batch)).repeat()
-    stamps = []
-
-    class Clock(keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            stamps.append(time.perf_counter())
-
-    _reset_peak_memory()
-    start = time.perf_counter()
-    model.fit(data, steps_per_epoch=1 + cfg.warmup, epochs=1, verbose=0, callbacks=[Clock()])
-    first = stamps[0] - start
-    probe = stamps[-1] - stamps[-2] if len(stamps) > 1 else first
-    calls = max(1, int(cfg.min_rep_seconds / max(probe, 1e-9)))
-    stamps.clear()
-    start = time.perf_counter()
-    model.fit(data, steps_per_epoch=calls * cfg.repetitions, epochs=1, verbose=0, callbacks=[Clock()])
-    edges = [start] + stamps[calls - 1 :: calls]
-    reps = [(b - a) / calls for a, b in zip(edges, edges[1:])]
-    timing = Timing(first, reps).as_dict(batch)
-    memory, memory_source = peak_memory()
-    return _record(strategy_spec, 1, model_name, batch, mode, KERAS_IO, "iteration", timing, 1,
-                   None, memory, memory_source)
-
-
 def run_strategy(cfg: BenchConfig, strategy_spec: str, log: Callable[[str], None] = print) -> list[dict]:
     """Every configuration of ``cfg`` on one strategy, in this process."""
     from lipgan.plugins import load_registry
@@ -359,13 +390,8 @@ def run_strategy(cfg: BenchConfig, strategy_spec: str, log: Callable[[str], None
                 log(f"skip {model_name} batch {batch}: not divisible by {strategy.num_replicas_in_sync} replicas")
                 continue
             for mode in cfg.modes:
-                for constraint_spec in constraints:
-                    log(f"{strategy_spec} {model_name} b={batch} {mode} {constraint_spec}")
-                    records += _measure_lipgan(cfg, strategy, strategy_spec, model_name, batch, mode,
-                                               constraint_spec, registry)
-                if cfg.keras_io and "iteration" in cfg.measurements and strategy.num_replicas_in_sync == 1:
-                    log(f"{strategy_spec} {model_name} b={batch} {mode} {KERAS_IO}")
-                    records.append(_measure_keras_io(cfg, strategy_spec, model_name, batch, mode))
+                records += _measure_group(cfg, strategy, strategy_spec, model_name, batch, mode,
+                                          constraints, registry, log)
     return add_ratios(records)
 
 

@@ -1,8 +1,12 @@
-"""Timing with warm-up and repetitions: the only figures the harness reports are medians and spreads.
+"""Timing with warm-up and interleaved repetitions: the harness reports only medians and spreads.
 
-Each repetition times enough calls to last at least ``min_rep_seconds`` (chosen once from the first
-timed call), so fast configurations are not dominated by timer and host jitter. The first call is
-timed on its own: it is the compile/trace time a user waits for before training starts.
+The machine may be shared and its load drifts over minutes, so timing configuration A fully and then
+B would fold the drift into the A/B ratio. :func:`measure_interleaved` first compiles and warms every
+case, then runs repetition 1 of every case, repetition 2 of every case, and so on: drift then hits all
+cases alike and the ratios measured in one run stay meaningful. Each repetition times enough calls
+to last at least ``min_rep_seconds`` (at least ``min_calls``, so a periodic cost such as a lazy penalty
+every k steps is amortized over whole periods). The first call is timed on its own: it is the
+compile/trace time a user waits for before training starts.
 """
 
 from __future__ import annotations
@@ -16,19 +20,15 @@ from collections.abc import Callable
 @dataclasses.dataclass
 class Timing:
     first_call_s: float
-    seconds_per_call: list[float]  # one entry per repetition (median over its calls)
+    seconds_per_call: list[float]  # one entry per repetition (mean over its calls)
 
     @property
     def median(self) -> float:
         return statistics.median(self.seconds_per_call)
 
-    @property
-    def spread(self) -> tuple[float, float]:
-        return min(self.seconds_per_call), max(self.seconds_per_call)
-
     def as_dict(self, work_per_call: float) -> dict:
         """Throughput (``work_per_call`` units/s) as median and [min, max] over repetitions."""
-        lo, hi = self.spread
+        lo, hi = min(self.seconds_per_call), max(self.seconds_per_call)
         return {
             "first_call_s": self.first_call_s,
             "seconds_per_call": self.median,
@@ -39,36 +39,61 @@ class Timing:
         }
 
 
-def measure(
-    call: Callable[[], object],
-    *,
-    repetitions: int = 5,
-    warmup: int = 1,
-    min_rep_seconds: float = 0.2,
-    min_calls: int = 1,
-    sync: Callable[[object], object] = lambda out: out,
-) -> Timing:
-    """Time ``call``: first call, ``warmup`` untimed calls, then ``repetitions`` timed groups.
+def _identity(out):
+    return out
 
-    ``min_calls`` per repetition lets a periodic cost (a lazy penalty every k steps) be amortized.
-    ``sync`` forces the result (e.g. ``.numpy()``) so asynchronous dispatch is not mistaken for speed.
-    """
+
+@dataclasses.dataclass
+class Case:
+    """One thing to time. ``call()`` does one unit of work; ``sync`` forces its result (``.numpy()``)
+    so asynchronous dispatch is not mistaken for speed. ``rep`` (optional) times ``calls`` calls
+    itself and returns the seconds per call (used for Keras ``fit``)."""
+
+    call: Callable[[], object]
+    sync: Callable[[object], object] = _identity
+    min_calls: int = 1
+    rep: Callable[[int], float] | None = None
+    first_call_s: float = 0.0
+    calls: int = 1
+    seconds: list = dataclasses.field(default_factory=list)
+
+    def prepare(self, warmup: int, min_rep_seconds: float) -> None:
+        start = time.perf_counter()
+        self.sync(self.call())
+        self.first_call_s = probe = time.perf_counter() - start
+        for _ in range(warmup):
+            start = time.perf_counter()
+            self.sync(self.call())
+            probe = time.perf_counter() - start
+        self.calls = max(self.min_calls, int(min_rep_seconds / max(probe, 1e-9)))
+
+    def repetition(self) -> None:
+        if self.rep is not None:
+            self.seconds.append(self.rep(self.calls))
+            return
+        start = time.perf_counter()
+        for _ in range(self.calls):
+            out = self.call()
+        self.sync(out)
+        self.seconds.append((time.perf_counter() - start) / self.calls)
+
+    def timing(self) -> Timing:
+        return Timing(self.first_call_s, list(self.seconds))
+
+
+def measure_interleaved(
+    cases: list[Case], *, repetitions: int = 5, warmup: int = 1, min_rep_seconds: float = 0.2,
+    before_prepare: Callable[[Case], None] = lambda case: None,
+    after_prepare: Callable[[Case], None] = lambda case: None,
+) -> list[Timing]:
+    """Prepare every case, then run ``repetitions`` rounds, each timing every case once."""
     if repetitions < 1:
         raise ValueError(f"repetitions must be >= 1, got {repetitions}")
-    start = time.perf_counter()
-    sync(call())
-    first = time.perf_counter() - start
-    probe = first
-    for _ in range(warmup):
-        start = time.perf_counter()
-        sync(call())
-        probe = time.perf_counter() - start
-    calls = max(min_calls, int(min_rep_seconds / max(probe, 1e-9)))
-    reps = []
+    for case in cases:
+        before_prepare(case)
+        case.prepare(warmup, min_rep_seconds)
+        after_prepare(case)
     for _ in range(repetitions):
-        start = time.perf_counter()
-        for _ in range(calls):
-            out = call()
-        sync(out)
-        reps.append((time.perf_counter() - start) / calls)
-    return Timing(first, reps)
+        for case in cases:
+            case.repetition()
+    return [case.timing() for case in cases]
