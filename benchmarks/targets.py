@@ -1,4 +1,4 @@
-"""Print the issue's targets next to the measured ratios from benchmarks/{a,b}/results.json."""
+"""Print the issue's targets next to the measured ratios from benchmarks/*/results.json (tf.function)."""
 
 import json
 import sys
@@ -6,10 +6,8 @@ from pathlib import Path
 
 root = Path(sys.argv[1] if len(sys.argv) > 1 else "benchmarks")
 records = []
-for part in ("a", "b"):
-    path = root / part / "results.json"
-    if path.exists():
-        records += json.loads(path.read_text())["records"]
+for path in sorted(root.glob("*/results.json")):
+    records += [r for r in json.loads(path.read_text())["records"] if r["mode"] == "function"]
 
 
 def find(model, constraint, measurement):

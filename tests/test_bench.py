@@ -71,3 +71,18 @@ def test_bench_mirrored_runs_in_a_child_process(tmp_path):
                               repetitions=1, min_rep_seconds=0, count_flops=False)
     records = harness.run(cfg, log=lambda line: None)
     assert [(r["strategy"], r["replicas"]) for r in records] == [("mirrored:logical_cpus=2", 2)]
+
+
+@pytest.mark.slow
+def test_bench_eager_and_xla_modes_run():
+    cfg = harness.BenchConfig(models=["toy"], constraints=["none", "gradient_penalty:fast_relu=True"],
+                              modes=["eager", "xla"], batches={"toy": [8]},
+                              measurements=["penalty", "critic_step", "iteration"], keras_io=True,
+                              repetitions=1, min_rep_seconds=0, n_critic=1, steps_per_execution=1,
+                              count_flops=False)
+    records = harness.run(cfg, log=lambda line: None)
+    modes = {(r["mode"], r["constraint"], r["measurement"]) for r in records}
+    for mode in ("eager", "xla"):
+        assert (mode, "gradient_penalty:fast_relu=True", "penalty") in modes
+        assert (mode, "gradient_penalty:fast_relu=True", "iteration") in modes
+        assert (mode, harness.KERAS_IO, "iteration") in modes

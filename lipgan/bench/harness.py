@@ -340,7 +340,7 @@ def _measure_group(cfg, strategy, strategy_spec, model_name, batch, mode, constr
 
     timings = measure_interleaved(
         [case for _, case, _ in entries], repetitions=cfg.repetitions, warmup=cfg.warmup,
-        min_rep_seconds=cfg.min_rep_seconds, before_prepare=before, after_prepare=after,
+        min_rep_seconds=cfg.min_rep_seconds, before_prepare=before, after_prepare=after, log=log,
     )
     records = []
     for (meta, case, flops), timing in zip(entries, timings):

@@ -85,6 +85,7 @@ def measure_interleaved(
     cases: list[Case], *, repetitions: int = 5, warmup: int = 1, min_rep_seconds: float = 0.2,
     before_prepare: Callable[[Case], None] = lambda case: None,
     after_prepare: Callable[[Case], None] = lambda case: None,
+    log: Callable[[str], None] = lambda line: None,
 ) -> list[Timing]:
     """Prepare every case, then run ``repetitions`` rounds, each timing every case once."""
     if repetitions < 1:
@@ -93,7 +94,8 @@ def measure_interleaved(
         before_prepare(case)
         case.prepare(warmup, min_rep_seconds)
         after_prepare(case)
-    for _ in range(repetitions):
+    for round_ in range(repetitions):
         for case in cases:
             case.repetition()
+        log(f"repetition {round_ + 1}/{repetitions} of {len(cases)} cases done")
     return [case.timing() for case in cases]
