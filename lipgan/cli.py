@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from lipgan.bench_cli import bench
 from lipgan.errors import ConfigError, LipganError
 
 DEFAULT_CONFIG = "wgangp_toy.gin"
@@ -167,6 +168,9 @@ def plugins(as_json, disabled):
         click.echo(f"failed: {failure.plugin} ({failure.source}): {failure.error}")
     if discovery.blocked:
         click.echo(f"blocked: {', '.join(discovery.blocked)}")
+
+
+cli.add_command(bench)
 
 
 def main() -> None:

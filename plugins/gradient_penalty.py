@@ -7,6 +7,12 @@ has infinite slope at 0, which would turn a zero gradient into NaN in the second
 
 ``drift`` adds ε_drift·D(real)² per example (Karras et al. 2018, ProGAN, ε_drift = 0.001): WGAN
 losses only see score *differences*, so without it the critic's output may drift far from zero.
+
+Two opt-in speed-ups (defaults keep the standard penalty): ``fast_relu=True`` swaps the critic's
+(Leaky)ReLUs for ones that declare their second derivative zero (exact; see
+``lipgan.models.pruned_relu``); ``every=k`` is StyleGAN2's lazy regularization: the penalty, scaled by
+k, only on iterations where ``ctx.step % k == 0`` (the same steps on every replica), skipped by a
+``tf.cond`` otherwise.
 """
 
 import tensorflow as tf
@@ -45,6 +51,8 @@ class GradientPenalty(Constraint):
         target: float = 1.0,
         one_sided: bool = False,
         drift: float = 0.0,
+        fast_relu: bool = False,
+        every: int = 1,
     ):
         if weight < 0 or target <= 0:
             raise ValueError(
@@ -52,21 +60,44 @@ class GradientPenalty(Constraint):
             )
         if drift < 0:
             raise ValueError(f"gradient_penalty.drift must be >= 0, got {drift}")
+        if int(every) != every or every < 1:
+            raise ValueError(f"gradient_penalty.every must be an integer >= 1, got {every!r}")
         self.weight = float(weight)
         self.target = float(target)
         self.one_sided = bool(one_sided)
         self.drift = float(drift)
+        self.fast_relu = bool(fast_relu)
+        self.every = int(every)
 
     def wrap_critic(self, critic):
         warn_if_batch_norm(critic, self.name)  # batch statistics couple the per-example penalty
-        return critic
+        if not self.fast_relu:
+            return critic
+        from lipgan.models.pruned_relu import prune_activation_hessians
 
-    def penalty(self, critic, real, fake, ctx):
-        norm = per_example_gradient_norm(critic, interpolate(real, fake, ctx))
+        return prune_activation_hessians(critic)
+
+    def _weighted_penalty(self, critic, x_hat, weight):
+        norm = per_example_gradient_norm(critic, x_hat)
         excess = norm - self.target
         if self.one_sided:
             excess = tf.nn.relu(excess)
-        penalty = self.weight * tf.square(excess)
+        return weight * tf.square(excess)
+
+    def penalty(self, critic, real, fake, ctx):
+        x_hat = interpolate(real, fake, ctx)
+        if self.every == 1:
+            penalty = self._weighted_penalty(critic, x_hat, self.weight)
+        else:
+            # Lazy regularization (Karras et al. 2020): weight·k every k-th step, nothing in
+            # between. ε is drawn outside the cond so the StepContext call order never depends on
+            # the branch.
+            active = tf.equal(tf.math.floormod(tf.cast(ctx.step, tf.int64), self.every), 0)
+            penalty = tf.cond(
+                active,
+                lambda: self._weighted_penalty(critic, x_hat, self.weight * self.every),
+                lambda: tf.zeros([tf.shape(real)[0]], tf.float32),
+            )
         if self.drift:
             penalty += self.drift * drift_term(critic, real)
         return penalty

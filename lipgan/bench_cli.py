@@ -1,0 +1,81 @@
+"""``lipgan bench``: the penalty-throughput benchmark (harness in :mod:`lipgan.bench`).
+
+Example (the command behind ``benchmarks/RESULTS.md``)::
+
+    lipgan bench --model toy --model dcgan --mode function --out benchmarks
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from lipgan.errors import ConfigError
+
+
+def _batches(values) -> dict[str, list[int]]:
+    sweep = {}
+    for value in values:
+        model, eq, sizes = value.partition("=")
+        try:
+            sweep[model] = [int(s) for s in sizes.split(",") if s]
+        except ValueError:
+            raise ConfigError(f"--batch {value!r} does not parse; expected e.g. dcgan=32,64") from None
+        if not eq or not sweep[model]:
+            raise ConfigError(f"--batch {value!r} does not parse; expected e.g. dcgan=32,64")
+    return sweep
+
+
+@click.command()
+@click.option("--model", "models", multiple=True, type=click.Choice(["toy", "dcgan"]),
+              help="Model family (repeatable; default: toy and dcgan).")
+@click.option("--constraint", "constraints", multiple=True, metavar="SPEC",
+              help="name or name:key=value,... (repeatable; default: every registered constraint "
+                   "plus gradient_penalty:fast_relu=True and gradient_penalty:every=16).")
+@click.option("--strategy", "strategies", multiple=True, metavar="SPEC",
+              help="Strategy spec, e.g. default, mirrored:logical_cpus=2, tpu (repeatable; "
+                   "non-default ones run in a child process; default: default).")
+@click.option("--mode", "modes", multiple=True, type=click.Choice(["eager", "function", "xla"]),
+              help="Execution mode (repeatable; default: function).")
+@click.option("--measure", "measurements", multiple=True,
+              type=click.Choice(["penalty", "critic_step", "iteration"]),
+              help="What to time (repeatable; default: all three).")
+@click.option("--batch", "batches", multiple=True, metavar="MODEL=B1,B2",
+              help="Batch-size sweep for a model, e.g. dcgan=32,64 (default: toy 256, dcgan 64).")
+@click.option("--repetitions", default=5, show_default=True, help="Timed repetitions after warm-up.")
+@click.option("--min-rep-seconds", default=0.2, show_default=True, help="Minimum duration of one repetition.")
+@click.option("--n-critic", default=5, show_default=True)
+@click.option("--steps-per-execution", default=10, show_default=True,
+              help="Iterations per compiled call of the engine's host loop.")
+@click.option("--no-keras-io", is_flag=True, help="Skip the keras-io WGAN-GP baseline.")
+@click.option("--no-flops", is_flag=True, help="Skip FLOP counting.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("bench-results"), show_default=True,
+              help="Folder for results.json, results.md and chart.png.")
+def bench(models, constraints, strategies, modes, measurements, batches, repetitions, min_rep_seconds,
+          n_critic, steps_per_execution, no_keras_io, no_flops, out):
+    """Measure penalty, critic-step and full-iteration throughput against the unconstrained step
+    and the keras-io WGAN-GP recipe, in the same run."""
+    from lipgan.bench import harness, report
+
+    cfg = harness.BenchConfig(
+        models=list(models) or ["toy", "dcgan"],
+        constraints=list(constraints) or None,
+        strategies=list(strategies) or ["default"],
+        modes=list(modes) or ["function"],
+        batches=_batches(batches),
+        measurements=list(measurements) or list(harness.MEASUREMENTS),
+        keras_io=not no_keras_io,
+        repetitions=repetitions,
+        min_rep_seconds=min_rep_seconds,
+        n_critic=n_critic,
+        steps_per_execution=steps_per_execution,
+        count_flops=not no_flops,
+    )
+    records = harness.run(cfg, log=lambda line: click.echo(line, err=True))
+    command = "lipgan bench " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    paths = report.write(records, out, command)
+    click.echo(report.markdown_table(records))
+    click.echo(f"wrote {paths['json']}, {paths['markdown']}, {paths['chart']}")
