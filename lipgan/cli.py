@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from lipgan.errors import ConfigError, LipganError
+from lipgan.reproduce.command import reproduce
 
 DEFAULT_CONFIG = "wgangp_toy.gin"
 GIN_CALL_MARKER = "In call to configurable"
@@ -136,6 +137,9 @@ def plugins(as_json, disabled):
         click.echo(f"failed: {failure.plugin} ({failure.source}): {failure.error}")
     if discovery.blocked:
         click.echo(f"blocked: {', '.join(discovery.blocked)}")
+
+
+cli.add_command(reproduce)
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""Evaluation metrics computed on the host from samples (never inside the training step)."""
