@@ -23,7 +23,7 @@ def plot_fig1a(result: dict, path) -> None:
     plt = _pyplot()
     s = result["settings"]
     sets = list(result["fig1a"])
-    fig, axes = plt.subplots(2, len(sets), figsize=(3.2 * len(sets), 6.4), dpi=80, squeeze=False)
+    fig, axes = plt.subplots(2, len(sets), figsize=(3.2 * len(sets), 6.4), dpi=64, squeeze=False)
     xs = np.linspace(-s["lim"], s["lim"], s["grid"])
     for col, toy_set in enumerate(sets):
         for row, kind in enumerate(("weight_clip", "gradient_penalty")):
