@@ -12,7 +12,7 @@
 The constraints are lipgan's plugins (``WeightClip``, ``GradientPenalty``), the models lipgan's MLPs
 and the 1b training loop lipgan's :class:`~lipgan.engine.WGAN`. Iteration counts are smaller than
 the paper's (which gives none for Fig. 1) so that the full run fits in ~15 min on 2 CPU cores; see
-``docs/fig1.md``. ``quick=True`` is a one-minute variant that still shows the qualitative result.
+``docs/fig1.md``. ``quick=True`` is a small variant (width-128 1b nets, 5 iterations) that still shows the 1b result.
 """
 
 from __future__ import annotations
