@@ -16,6 +16,7 @@ import click
 
 from lipgan.bench_cli import bench
 from lipgan.errors import ConfigError, LipganError
+from lipgan.reproduce.command import reproduce
 
 DEFAULT_CONFIG = "wgangp_toy.gin"
 GIN_CALL_MARKER = "In call to configurable"
@@ -171,6 +172,7 @@ def plugins(as_json, disabled):
 
 
 cli.add_command(bench)
+cli.add_command(reproduce)
 
 
 def main() -> None:

@@ -48,6 +48,7 @@ def train(
     checkpoint_every: int = 1000,
     max_checkpoints: int = 3,
     plot_samples: int = 1024,
+    diagnostics_every: int = 0,
     run_dir: str | None = None,
     log: Callable[[str], None] = print,
 ) -> dict:
@@ -55,11 +56,14 @@ def train(
 
     ``steps`` counts generator updates (each preceded by ``n_critic`` critic updates); the compiled
     loop runs ``steps_per_execution`` of them per call. Models and optimizers are *factories*
-    (``@mlp_critic``, ``@critic/Adam``), called inside ``strategy.scope()``.
+    (``@mlp_critic``, ``@critic/Adam``), called inside ``strategy.scope()``. Every
+    ``diagnostics_every`` steps (0 = never) :class:`lipgan.diagnostics.Probe` measures the critic's
+    Lipschitz behaviour (and toy metrics) between compiled calls and logs it with the metrics.
     """
     _check(steps, "steps", lambda v: v >= 1, "must be >= 1")
     _check(steps_per_execution, "steps_per_execution", lambda v: v >= 1, "must be >= 1")
     _check(log_every, "log_every", lambda v: v >= 1, "must be >= 1")
+    _check(diagnostics_every, "diagnostics_every", lambda v: v >= 0, "must be >= 0 (0 = off)")
     if not isinstance(constraint, Constraint):
         raise ConfigError(f"train.constraint must be a constraint, e.g. @gradient_penalty(); got {constraint!r}")
     if not isinstance(strategy, StrategyPlugin):
@@ -94,8 +98,12 @@ def train(
     while done < steps:
         next_log = (done // log_every + 1) * log_every
         chunk = min(steps_per_execution, steps - done, next_log - done)
+        if diagnostics_every:
+            chunk = min(chunk, diagnostics_every - done % diagnostics_every)
         metrics = wgan.run(iterator, chunk)
         done += chunk
+        if writer and diagnostics_every and done % diagnostics_every == 0:
+            writer.log_diagnostics(done, dataset, global_batch_size, seed)
         if done % log_every == 0 or done == steps:
             last = {k: float(v) for k, v in metrics.items()}
             bad = [k for k in METRICS if not math.isfinite(last[k])]
@@ -157,6 +165,15 @@ class RunWriter:
         with self.summary.as_default(step=step):
             for name, value in metrics.items():
                 tf.summary.scalar(name, value)
+
+    def log_diagnostics(self, step: int, dataset: Callable, global_batch_size: int, seed: int) -> None:
+        if getattr(self, "probe", None) is None:
+            from lipgan.diagnostics import Probe
+
+            # Its own data stream (another seed): probing must not consume training batches.
+            data = dataset(global_batch_size, seed + 1)
+            self.probe = Probe(self.wgan, data, seed, getattr(dataset, "dataset_name", None))
+        self.log_metrics(step, self.probe(step))
 
     def save(self, step: int) -> None:
         if self.manager.latest_checkpoint is None or not self.manager.latest_checkpoint.endswith(f"-{step}"):

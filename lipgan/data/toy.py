@@ -55,6 +55,9 @@ MODE_CENTERS = {
     "25gaussians": np.array([(x, y) for x in range(-2, 3) for y in range(-2, 3)]) * 2.0 / 2.828,
 }
 
+#: The std of each mixture component in data coordinates (sampling std / the rescaling above).
+MODE_STD = {"8gaussians": 0.02 / 1.414, "25gaussians": 0.05 / 2.828}
+
 
 class LipganToy(tfds.core.GeneratorBasedBuilder):
     """2-D toy distributions from the WGAN-GP paper, generated locally (no download)."""

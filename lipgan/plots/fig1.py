@@ -1,0 +1,76 @@
+"""The Fig. 1 panels, drawn from the JSON that :mod:`lipgan.reproduce.fig1` writes (not from models),
+so a figure can be redrawn from the shipped numbers alone."""
+
+from __future__ import annotations
+
+import numpy as np
+
+TOY_LABELS = {"8gaussians": "8 Gaussians", "25gaussians": "25 Gaussians", "swissroll": "Swiss Roll"}
+ROW_LABELS = {"weight_clip": "Weight clipping", "gradient_penalty": "Gradient penalty"}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_fig1a(result: dict, path) -> None:
+    """2×3 value surfaces: clipping (top) and GP (bottom) on the three toy sets."""
+    plt = _pyplot()
+    s = result["settings"]
+    sets = list(result["fig1a"])
+    fig, axes = plt.subplots(2, len(sets), figsize=(3.2 * len(sets), 6.4), dpi=64, squeeze=False)
+    xs = np.linspace(-s["lim"], s["lim"], s["grid"])
+    for col, toy_set in enumerate(sets):
+        for row, kind in enumerate(("weight_clip", "gradient_penalty")):
+            panel = result["fig1a"][toy_set][kind]
+            ax = axes[row][col]
+            ax.contour(xs, xs, np.asarray(panel["surface"]), levels=20, cmap="viridis", linewidths=0.8)
+            real, fake = np.asarray(panel["real"]), np.asarray(panel["fake"])
+            ax.scatter(fake[:, 0], fake[:, 1], s=1, c="tab:green", alpha=0.4)
+            ax.scatter(real[:, 0], real[:, 1], s=1, c="tab:orange", alpha=0.6)
+            ax.set_xlim(-s["lim"], s["lim"])
+            ax.set_ylim(-s["lim"], s["lim"])
+            ax.set_aspect("equal")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if row == 1:
+                ax.set_xlabel(TOY_LABELS.get(toy_set, toy_set))
+            if col == 0:
+                ax.set_ylabel(ROW_LABELS[kind])
+    fig.suptitle("Fig. 1a: optimal-critic value surfaces (orange real, green real + N(0,1))")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_fig1b(result: dict, path) -> None:
+    """Per-layer gradient norms (log scale) and critic weight histograms, clipping c=0.01 vs GP."""
+    plt = _pyplot()
+    b = result["fig1b"]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), dpi=80)
+    for name, norms in b["layer_grad_norms"].items():
+        label = "Gradient penalty" if name == "gradient_penalty" else name.replace("weight_clip_c", "Weight clipping (c=") + ")"
+        axes[0].plot(np.arange(1, len(norms) + 1), norms, marker="o", ms=3, label=label)
+    axes[0].set_yscale("log")
+    axes[0].set_xlabel("Discriminator layer")
+    axes[0].set_ylabel("Gradient norm (log scale)")
+    axes[0].legend(fontsize=7)
+    for ax, name, title in ((axes[1], "weight_clip_c0.01", "Weight clipping (c=0.01)"),
+                            (axes[2], "gradient_penalty", "Gradient penalty")):
+        hist = b["weight_histograms"].get(name)
+        if hist is None:
+            ax.set_axis_off()
+            continue
+        edges = np.asarray(hist["edges"])
+        ax.bar(edges[:-1], hist["counts"], width=np.diff(edges), align="edge", color="tab:blue")
+        ax.set_title(title)
+        ax.set_xlabel("Weights")
+    fig.suptitle("Fig. 1b: Swiss roll, 12-layer critic")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

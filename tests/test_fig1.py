@@ -1,0 +1,49 @@
+"""Fig. 1b's qualitative claim on a quick run, and the checks around it."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from lipgan.reproduce import fig1
+
+
+@pytest.mark.slow
+def test_quick_fig1b_shows_clipping_explode_or_vanish_and_gp_flat(tmp_path):
+    result = {"fig1b": fig1.fig1b(fig1.QUICK, log=lambda line: None)}
+    # through JSON, as the shipped numbers are read
+    result = json.loads(json.dumps(result))
+    b = result["fig1b"]
+    assert set(b["layer_grad_norms"]) == {"weight_clip_c0.1", "weight_clip_c0.01", "weight_clip_c0.001",
+                                          "gradient_penalty"}
+    assert all(len(v) == fig1.QUICK.b_depth for v in b["layer_grad_norms"].values())
+    assert max(b["max_over_min"]["weight_clip_c0.1"], b["max_over_min"]["weight_clip_c0.001"]) >= 1e2
+    assert b["max_over_min"]["gradient_penalty"] <= 10
+    assert fig1.check_fig1b(result) == []
+    # clipping piles the weights at +-c; the GP critic's weights do not sit at their extremes
+    assert b["weight_histograms"]["weight_clip_c0.001"]["frac_at_bounds"] > 0.5
+    assert b["weight_histograms"]["gradient_penalty"]["frac_at_bounds"] < 0.01
+
+
+def test_check_fig1b_reports_a_flat_clipped_critic_and_a_steep_gp_critic():
+    flat = {"weight_clip_c0.1": 3.0, "weight_clip_c0.01": 5.0, "weight_clip_c0.001": 8.0, "gradient_penalty": 2.0}
+    failures = fig1.check_fig1b({"fig1b": {"max_over_min": flat}})
+    assert len(failures) == 1 and "clipping" in failures[0]
+    steep_gp = dict(flat, **{"weight_clip_c0.001": 1e5, "gradient_penalty": 50.0})
+    failures = fig1.check_fig1b({"fig1b": {"max_over_min": steep_gp}})
+    assert len(failures) == 1 and "GP" in failures[0]
+
+
+def test_max_over_min_treats_a_dead_layer_as_infinite_spread():
+    assert fig1.max_over_min([1.0, 10.0, 100.0]) == pytest.approx(100.0)
+    assert fig1.max_over_min([0.0, 1.0]) >= 1e300
+
+
+def test_reproduce_out_must_be_a_directory(tmp_path):
+    from lipgan.cli import cli
+
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    result = CliRunner().invoke(cli, ["reproduce", "fig1", "--out", str(not_a_dir), "--quick"])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [f"Error: --out {not_a_dir} exists and is not a directory"]
