@@ -7,12 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_dists import BROKEN_IMPORT, RAISING_HOOK, STRATEGY_PLUGIN, good, make_dist
 
 from lipgan import config
 from lipgan.errors import ConfigError
 from lipgan.plugins import load_registry
 from lipgan.registry import DuplicateNameError
+from tests.fake_dists import BROKEN_IMPORT, RAISING_HOOK, STRATEGY_PLUGIN, good, make_dist
 
 
 @pytest.fixture
