@@ -71,9 +71,11 @@ def train(
 
     config = StepConfig(global_batch_size, n_critic, seed, jit_compile, mixed_precision)
     tf_strategy = strategy.create()
+    # Seed first: TF ops without their own seed (and the data pipeline's defaults) then behave the
+    # same in every call of train(), and initial weights are identical on any replica count.
+    keras.utils.set_random_seed(seed)
     data = dataset(global_batch_size, seed)
     data_shape = data.element_spec.shape[1:]
-    keras.utils.set_random_seed(seed)  # identical initial weights on any replica count
     wgan = WGAN(
         tf_strategy,
         critic=critic,
@@ -94,6 +96,7 @@ def train(
         if start:
             log(f"resumed from {writer.manager.latest_checkpoint} at step {start}")
     started, done = time.perf_counter(), int(wgan.iteration.numpy())
+    first = done  # the rate counts this session's steps only, not resumed ones
     last = {}
     while done < steps:
         next_log = (done // log_every + 1) * log_every
@@ -114,7 +117,7 @@ def train(
                     f"non-finite {', '.join(bad)} at step {done}; lower the learning rate or "
                     "check the data and constraint (the last good checkpoint is kept)"
                 )
-            rate = done / max(time.perf_counter() - started, 1e-9)
+            rate = (done - first) / max(time.perf_counter() - started, 1e-9)
             log(f"step {done}/{steps}  " + "  ".join(f"{k} {last[k]:+.4f}" for k in METRICS)
                 + f"  {rate:.1f} it/s")
             if writer:

@@ -1,5 +1,6 @@
 """TPU readiness and scale features: host loop, XLA, bf16, and the strategies' failure modes."""
 
+import json
 import socket
 import time
 
@@ -151,6 +152,29 @@ def test_malformed_tf_config(monkeypatch):
     monkeypatch.delenv("TF_CONFIG")
     with pytest.raises(Exception, match="multi_worker needs TF_CONFIG"):
         MultiWorker().create()
+
+
+MISSING_PEER = """
+import sys, time
+from lipgan_plugins.multi_worker import MultiWorker
+start = time.monotonic()
+try:
+    MultiWorker(connect_timeout=4).create()
+except Exception as exc:
+    print(f"{time.monotonic() - start:.2f} {exc}")
+sys.stdout.flush()
+import os; os._exit(0)
+"""
+
+
+@pytest.mark.slow
+def test_multi_worker_with_missing_peer_times_out():
+    cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
+    tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 0}})
+    proc = run_python("-c", MISSING_PEER, env={"TF_CONFIG": tf_config}, timeout=120)
+    elapsed, message = proc.stdout.strip().split(" ", 1)
+    assert float(elapsed) < 4 + 2, proc.stdout + proc.stderr[-1000:]
+    assert f"{cluster['worker'][1]} did not answer within 4s" in message
 
 
 def test_free_port_is_free():

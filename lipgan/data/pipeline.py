@@ -11,6 +11,12 @@ import contextlib
 import contextvars
 import importlib
 import os
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: no cross-process lock; concurrent first builds are then unsafe
+    fcntl = None
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -49,18 +55,38 @@ def _builder(name: str, data_dir: str | None):
         raise DatasetError(f"dataset {name!r}: {str(exc).splitlines()[0]}") from None
 
 
-def _prepare(builder, name: str) -> None:
-    """Build lipgan's own datasets on first use; for any other, a one-line error saying how."""
+def _prepare(builder, name: str):
+    """Return a prepared builder: lipgan's own datasets are built on first use; for any other, a
+    one-line error saying how to prepare it."""
     if builder.is_prepared():
-        return
+        return builder
     if builder.name in OFFLINE_BUILDERS:
-        builder.download_and_prepare()
-        return
+        return _prepare_offline(builder, name)
     raise DatasetError(
         f"dataset {name!r} is not prepared in {builder.data_dir_root}; lipgan never downloads "
         f"at run time: run `tfds build {name.split(':')[0]} --data_dir DIR` where there is network, "
         "then set dataset.data_dir (or TFDS_DATA_DIR) to DIR, or try the pipeline with --mock-data"
     )
+
+
+def _prepare_offline(builder, name: str):
+    """Generate one of lipgan's own datasets once, even when several processes ask at the same time.
+
+    The workers of a multi-worker run (or parallel tests) may share a data_dir, and TFDS's writer is
+    not safe against a concurrent one. An exclusive lock file in the data_dir serializes them; whoever
+    gets the lock second finds the data prepared. The builder is re-created afterwards, since one
+    made before preparation carries empty split metadata.
+    """
+    root = Path(builder.data_dir_root)
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f".lipgan-{builder.name}.lock", "w") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        fresh = _builder(name, str(root))
+        if not fresh.is_prepared():
+            fresh.download_and_prepare()
+            fresh = _builder(name, str(root))
+    return fresh
 
 
 #: Per-dataset defaults used when the gin binding leaves them unset: the image sizes the shipped
@@ -118,7 +144,7 @@ def load_examples(
     image_size = image_size if image_size is not None else defaults.get("image_size")
     center_crop = center_crop if center_crop is not None else defaults.get("center_crop")
     if not _MOCKING.get():
-        _prepare(builder, name)
+        builder = _prepare(builder, name)
     keys = list(builder.info.features.keys())
     key = feature or ("image" if "image" in keys else "x" if "x" in keys else keys[0])
     if key not in keys:
