@@ -129,6 +129,8 @@ def train(
         writer.write_operative_config()
         if len(data_shape) == 1 and data_shape[0] == 2 and plot_samples:
             writer.plot(data, plot_samples, seed)
+        elif len(data_shape) == 3 and plot_samples:
+            writer.image_grid(min(plot_samples, 64), seed)
         writer.close()
         log(f"run dir: {out}")
     return last
@@ -193,6 +195,16 @@ class RunWriter:
         fake = self.wgan.generator(z, training=False).numpy()
         plot_samples(self.run_dir / "samples.png", self.wgan.critic, real, fake,
                      title=f"step {int(self.wgan.iteration.numpy())}")
+
+    def image_grid(self, n: int, seed: int) -> None:
+        """samples.png and a TensorBoard image: a grid of generated images from a fixed noise."""
+        from lipgan.plots.images import save_grid, summary_grid
+
+        z = tf.random.stateless_normal([n, *self.wgan.latent_shape], seed=[seed, 7])
+        fake = self.wgan.generator(z, training=False).numpy()
+        save_grid(self.run_dir / "samples.png", fake, scale=2)
+        with self.summary.as_default():
+            summary_grid("samples", fake, int(self.wgan.iteration.numpy()))
 
     def close(self) -> None:
         self.summary.close()

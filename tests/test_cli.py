@@ -52,7 +52,7 @@ def test_shipped_config_runs_two_steps(tmp_path, name):
     assert "train.steps = 2" in (run_dir / "config.gin").read_text()
     assert list((run_dir / "checkpoints").glob("ckpt-2.index"))
     assert list((run_dir / "tensorboard").iterdir())
-    assert (run_dir / "samples.png").exists() == ("toy" in name)
+    assert (run_dir / "samples.png").exists()  # contour plot (2-D data) or image grid
 
 
 def test_default_run_uses_the_embedded_toy_config(tmp_path):
