@@ -1,7 +1,9 @@
-"""The ``lipgan`` command line: ``run`` trains from gin files, ``plugins`` lists what was discovered.
+"""The ``lipgan`` command line: ``run`` trains from gin files, ``eval``/``sample`` read a run dir,
+``config show`` resolves a config, ``plugins`` lists what was discovered.
 
 Every user error is a :class:`~lipgan.errors.LipganError` printed as one line on stderr with exit
-status 1, never a traceback. TensorFlow is imported inside commands, after its C++ log level is set.
+status 1 (an interrupted run: 128 + the signal), never a traceback. TensorFlow is imported inside
+commands, after its C++ log level is set.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 import click
 
 from lipgan.bench_cli import bench
-from lipgan.errors import ConfigError, LipganError
+from lipgan.errors import ConfigError, Interrupted, LipganError
 from lipgan.reproduce.command import reproduce
 
 DEFAULT_CONFIG = "wgangp_toy.gin"
@@ -73,6 +75,9 @@ class LipganGroup(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except Interrupted as exc:
+            click.echo(f"{exc.prefix}: {_first_line(exc)}", err=True)
+            sys.exit(exc.exit_code)
         except LipganError as exc:
             _fail(_first_line(exc))
         except (TypeError, ValueError) as exc:
@@ -91,6 +96,7 @@ class LipganGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, verbose: bool) -> None:
     """lipgan: Wasserstein GANs with pluggable Lipschitz constraints."""
+    verbose = verbose or "--verbose" in sys.argv[1:]  # also accepted after the command name
     if not verbose:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     if ctx.invoked_subcommand is not None and "--help" not in sys.argv[1:]:
@@ -103,43 +109,152 @@ def _default_run_dir(gin_files) -> Path:
     return Path("runs") / f"{stem}-{stamp}"
 
 
+def _parse(discovery, gin_files, bindings, strategy_name=None):
+    from lipgan import config
+
+    bindings = list(bindings)
+    if strategy_name:
+        discovery.registry.get("strategy", strategy_name)  # one-line error listing known names
+        bindings.append(f"train.strategy = @{strategy_name}()")
+    config.parse(list(gin_files), bindings, discovery.registry)
+
+
+def _train_root():
+    import gin
+    from lipgan import run as run_module
+
+    return gin.get_configurable(run_module.train)
+
+
+def _call(fn, mock_data: bool, **kwargs):
+    from lipgan.data import mock_data as mocking
+
+    if not mock_data:
+        return fn(**kwargs)
+    with mocking(num_examples=64):
+        return fn(**kwargs)
+
+
+def _run_config(run_dir: Path, option: str) -> Path:
+    """``run_dir/config.gin``, or a one-line error saying why ``run_dir`` is not a run dir."""
+    from lipgan.rundir import CONFIG
+
+    if not run_dir.is_dir():
+        raise ConfigError(f"{option} {run_dir}: no such run directory")
+    config = run_dir / CONFIG
+    if not config.is_file():
+        raise ConfigError(f"{option} {run_dir}: no {CONFIG} there, so it is not a lipgan run directory")
+    return config
+
+
 @cli.command()
 @click.option("--gin", "gin_files", multiple=True, metavar="FILE",
               help=f"Gin config file or shipped config name (repeatable; default: {DEFAULT_CONFIG}).")
 @click.option("--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding (repeatable).")
 @click.option("--strategy", "strategy_name", metavar="NAME", help="Override train.strategy, e.g. mirrored.")
 @click.option("--run-dir", type=click.Path(path_type=Path), help="Output folder (default: runs/<config>-<time>).")
+@click.option("--resume", "resume_dir", type=click.Path(path_type=Path), metavar="DIR",
+              help="Continue the run in DIR with its own config.gin (extend it with --bind train.steps=N).")
+@click.option("--force", is_flag=True, help="Continue a run dir even though its config differs.")
 @click.option("--mock-data", is_flag=True, help="Use tfds.testing.mock_data instead of real data.")
 @click.option("--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name.")
 @click.option("--quiet", is_flag=True, help="Print only errors and the run dir.")
-def run(gin_files, bindings, strategy_name, run_dir, mock_data, disabled, quiet):
-    """Train a WGAN from gin config files."""
-    from lipgan import config
+@click.option("--verbose", is_flag=True, help="Show TensorFlow's C++ and Python log output.")
+def run(gin_files, bindings, strategy_name, run_dir, resume_dir, force, mock_data, disabled, quiet, verbose):
+    """Train a WGAN from gin config files (re-running on a run dir resumes it)."""
+    from lipgan.progress import for_terminal
+    from lipgan.rundir import check_location
 
+    if resume_dir is not None:
+        config_file = _run_config(resume_dir, "--resume")
+        if run_dir is not None and run_dir.resolve() != resume_dir.resolve():
+            raise ConfigError("--resume DIR already names the run dir; drop --run-dir or make them equal")
+        run_dir = resume_dir
+        gin_files = list(gin_files) or [str(config_file)]
     discovery = _discover(disabled)
     gin_files = list(gin_files) or [DEFAULT_CONFIG]
-    bindings = list(bindings)
-    if strategy_name:
-        discovery.registry.get("strategy", strategy_name)  # one-line error listing known names
-        bindings.append(f"train.strategy = @{strategy_name}()")
-    config.parse(gin_files, bindings, discovery.registry)
+    _parse(discovery, gin_files, bindings, strategy_name)
     run_dir = run_dir or _default_run_dir(gin_files)
-    if run_dir.exists() and not run_dir.is_dir():
-        raise ConfigError(f"run dir {run_dir} exists and is not a directory; choose another --run-dir")
-
-    import gin
-    from lipgan import run as run_module
-    from lipgan.data import mock_data as mocking
-
-    log = (lambda line: None) if quiet else click.echo
-    train = gin.get_configurable(run_module.train)
-    if mock_data:
-        with mocking(num_examples=64):
-            train(run_dir=str(run_dir), log=log)
-    else:
-        train(run_dir=str(run_dir), log=log)
+    check_location(run_dir)
+    _call(_train_root(), mock_data, run_dir=str(run_dir), force=force, progress=for_terminal(quiet))
     if quiet:
         click.echo(str(run_dir))
+
+
+def _load_run(run_dir: Path, bindings, mock_data: bool, disabled):
+    """The Experiment of ``run_dir`` (its own config, default strategy) with its latest checkpoint."""
+    config_file = _run_config(run_dir, "RUN_DIR")
+    discovery = _discover(disabled)
+    # Evaluation and sampling run where the user is, not where the run trained (maybe a TPU).
+    _parse(discovery, [str(config_file)], [*bindings, "train.strategy = @default()"])
+    experiment = _call(_train_root(), mock_data, build_only=True)
+    step = experiment.restore(run_dir, lambda line: click.echo(line, err=True))
+    return experiment, step
+
+
+@cli.command(name="eval")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--samples", "num_samples", type=click.IntRange(min=2), help="Generated samples (default: train.eval_samples).")
+@click.option("--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding, e.g. train.inception_weights.")
+@click.option("--mock-data", is_flag=True, help="Real samples from tfds.testing.mock_data.")
+@click.option("--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name.")
+def eval_command(run_dir, num_samples, bindings, mock_data, disabled):
+    """Metrics of the latest checkpoint of RUN_DIR, as JSON on stdout."""
+    experiment, step = _load_run(run_dir, bindings, mock_data, disabled)
+    metrics = _call(experiment.evaluate, mock_data, num_samples=num_samples)
+    payload = {"run_dir": str(run_dir), "step": step, **{k.removeprefix("eval/"): v for k, v in metrics.items()}}
+    click.echo(json.dumps(payload, indent=2))
+
+
+@cli.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("-n", "num", type=click.IntRange(min=1), default=64, show_default=True, help="Number of samples.")
+@click.option("--out", "out", type=click.Path(path_type=Path), required=True,
+              help="Output file: OUT.npz (array 'samples') and OUT.png next to it.")
+@click.option("--seed", type=int, help="Noise seed (default: the run's train.seed).")
+@click.option("--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name.")
+def sample(run_dir, num, out, seed, disabled):
+    """Generate samples from the latest checkpoint of RUN_DIR (.npz and a PNG grid or scatter)."""
+    import numpy as np
+
+    from lipgan import evaluation
+
+    npz = out if out.suffix == ".npz" else out.with_name(out.name + ".npz")
+    if npz.parent.exists() and not npz.parent.is_dir() or npz.is_dir():
+        raise ConfigError(f"--out {out}: cannot write {npz} there")
+    experiment, step = _load_run(run_dir, [], False, disabled)
+    seed = experiment.seed if seed is None else seed
+    samples = evaluation.generate(experiment.wgan, num, seed)
+    npz.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(npz, samples=samples, step=step, seed=seed)
+    png = evaluation.render(experiment.wgan, samples, title=f"{run_dir.name} step {step}")
+    written = [npz]
+    if png:
+        npz.with_suffix(".png").write_bytes(png)
+        written.append(npz.with_suffix(".png"))
+    click.echo(" ".join(str(p) for p in written))
+
+
+@cli.group(name="config")
+def config_group():
+    """Inspect configs without training."""
+
+
+@config_group.command(name="show")
+@click.option("--gin", "gin_files", multiple=True, metavar="FILE",
+              help=f"Gin config file or shipped config name (repeatable; default: {DEFAULT_CONFIG}).")
+@click.option("--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding (repeatable).")
+@click.option("--strategy", "strategy_name", metavar="NAME", help="Override train.strategy.")
+@click.option("--json", "as_json", is_flag=True, help="The bindings as a JSON object.")
+@click.option("--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name.")
+def config_show(gin_files, bindings, strategy_name, as_json, disabled):
+    """Print the config that `lipgan run` would use (files + bindings, resolved), then exit."""
+    import gin
+    from lipgan.rundir import bindings as parse_bindings
+
+    _parse(_discover(disabled), list(gin_files) or [DEFAULT_CONFIG], bindings, strategy_name)
+    text = gin.config_str()
+    click.echo(json.dumps(parse_bindings(text), indent=2) if as_json else text.rstrip())
 
 
 @cli.command()

@@ -39,7 +39,20 @@ def _library_configurables():
         "Adam": keras.optimizers.Adam,
         "RMSprop": keras.optimizers.RMSprop,
         "SGD": keras.optimizers.SGD,
+        "linear_decay": linear_decay,
     }
+
+
+def linear_decay(initial_learning_rate: float, decay_steps: int, final_learning_rate: float = 0.0):
+    """Learning rate falling linearly to ``final_learning_rate`` over ``decay_steps`` optimizer steps.
+
+    As in the official WGAN-GP CIFAR code. Note the units: the critic optimizer takes ``n_critic``
+    steps per iteration, the generator optimizer one, so scope it:
+    ``critic/linear_decay.decay_steps = 5000`` and ``generator/linear_decay.decay_steps = 1000``.
+    """
+    return keras.optimizers.schedules.PolynomialDecay(
+        initial_learning_rate, decay_steps, end_learning_rate=final_learning_rate, power=1.0
+    )
 
 
 def register_configurables(registry: Registry) -> None:

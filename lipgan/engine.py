@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable
+from typing import NamedTuple
 
 import keras
 import tensorflow as tf
@@ -27,6 +28,35 @@ from lipgan.constraint import Constraint, StepContext
 from lipgan.errors import ConfigError
 
 METRICS = ("critic_loss", "wasserstein", "penalty", "generator_loss")
+
+#: What the non-finite guard watches in each critic update, then in the generator update, in the order
+#: they are computed. ``critic loss`` is the Wasserstein term alone, so a NaN penalty is blamed on the
+#: penalty, and a gradient is blamed only when the values it came from were finite.
+CRITIC_TERMS = ("critic loss", "penalty", "critic gradient")
+GENERATOR_TERMS = ("generator loss", "generator gradient")
+
+
+class LoopResult(NamedTuple):
+    """What one compiled call of the host loop returns.
+
+    ``metrics`` are those of the last iteration run; ``nonfinite`` counts, for every term of every
+    update of that iteration (``n_critic`` times :data:`CRITIC_TERMS`, then
+    :data:`GENERATOR_TERMS`), the replicas that saw a NaN/Inf; ``completed`` is the number of
+    iterations run, fewer than asked when the loop stopped at a non-finite one (its updates were
+    applied: the caller must not checkpoint these weights).
+    """
+
+    metrics: dict
+    nonfinite: tf.Tensor
+    completed: tf.Tensor
+
+    def first_nonfinite(self) -> str | None:
+        """The first non-finite term in computation order, e.g. ``penalty (critic update 2 of 5)``."""
+        counts = self.nonfinite.numpy()
+        n_critic = (len(counts) - len(GENERATOR_TERMS)) // len(CRITIC_TERMS)
+        names = [f"{term} (critic update {u + 1} of {n_critic})" for u in range(n_critic) for term in CRITIC_TERMS]
+        names += list(GENERATOR_TERMS)
+        return next((name for name, count in zip(names, counts) if count > 0), None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +123,12 @@ def zeros_for_none(grads, variables):
     ``unconnected_gradients=ZERO`` does not work with Keras 3 variables, so this is done by hand.
     """
     return [tf.zeros_like(v) if g is None else g for g, v in zip(grads, variables, strict=True)]
+
+
+def nonfinite(*tensors) -> tf.Tensor:
+    """1 if any element of any tensor is NaN or Inf, else 0 (int32, for summing over replicas)."""
+    finite = [tf.reduce_all(tf.math.is_finite(tf.cast(t, tf.float32))) for t in tensors]
+    return 1 - tf.cast(tf.reduce_all(tf.stack(finite)), tf.int32)
 
 
 def flat_scores(scores: tf.Tensor) -> tf.Tensor:
@@ -194,35 +230,40 @@ class WGAN:
             loss = self.average(per_example + penalty)
         variables = self.critic.trainable_variables
         grads = zeros_for_none(tape.gradient(loss, variables), variables)
-        metrics = {
-            "critic_loss": loss,
-            "wasserstein": self.average(d_real - d_fake),
-            "penalty": self.average(penalty),
-        }
-        return grads, metrics
+        wasserstein = self.average(d_real - d_fake)
+        metrics = {"critic_loss": loss, "wasserstein": wasserstein, "penalty": self.average(penalty)}
+        health = tf.stack([nonfinite(wasserstein), nonfinite(penalty), nonfinite(*grads)])
+        return grads, metrics, health
 
-    def critic_update(self, real: tf.Tensor, ctx: StepContext) -> dict:
-        grads, metrics = self.critic_loss_and_gradients(real, ctx)
+    def critic_update(self, real: tf.Tensor, ctx: StepContext):
+        grads, metrics, health = self.critic_loss_and_gradients(real, ctx)
         self.critic_optimizer.apply_gradients(zip(grads, self.critic.trainable_variables))
         self.constraint.after_update(self.critic)
-        return metrics
+        return metrics, health
 
-    def generator_update(self, ctx: StepContext) -> dict:
+    def generator_update(self, ctx: StepContext):
         with tf.GradientTape() as tape:
             fake = self.generator(ctx.normal(self.latent_shape), training=True)
             loss = self.average(-flat_scores(self.critic(fake, training=False)))
         variables = self.generator.trainable_variables
         grads = zeros_for_none(tape.gradient(loss, variables), variables)
         self.generator_optimizer.apply_gradients(zip(grads, variables))
-        return {"generator_loss": loss}
+        return {"generator_loss": loss}, tf.stack([nonfinite(loss), nonfinite(*grads)])
 
-    def replica_iteration(self, reals, step) -> dict:
-        """``n_critic`` critic updates (one real batch each) and one generator update."""
-        metrics = {}
+    def replica_iteration(self, reals, step):
+        """``n_critic`` critic updates (one real batch each) and one generator update.
+
+        Returns the metrics of the last updates and, for every update and term (see
+        :class:`LoopResult`), whether it was non-finite (a cheap ``is_finite`` pass).
+        """
+        metrics, health = {}, []
         for phase, real in enumerate(reals):
-            metrics.update(self.critic_update(real, self.context(step, phase)))
-        metrics.update(self.generator_update(self.context(step, len(reals))))
-        return metrics
+            step_metrics, update_health = self.critic_update(real, self.context(step, phase))
+            metrics.update(step_metrics)
+            health.append(update_health)
+        step_metrics, update_health = self.generator_update(self.context(step, len(reals)))
+        metrics.update(step_metrics)
+        return metrics, tf.concat([*health, update_health], axis=0)
 
     # -- the host loop --------------------------------------------------------------------
     def distribute(self, dataset: tf.data.Dataset):
@@ -246,11 +287,10 @@ class WGAN:
         options = tf.distribute.InputOptions(experimental_fetch_to_device=True)
         return iter(self.strategy.distribute_datasets_from_function(pipeline, options))
 
-    def _reduce(self, per_replica: dict) -> dict:
-        return {
-            k: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
-            for k, v in per_replica.items()
-        }
+    def _reduce(self, per_replica):
+        return tf.nest.map_structure(
+            lambda v: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None), per_replica
+        )
 
     def _build_loop(self):
         replica_fn = self.replica_iteration
@@ -266,19 +306,49 @@ class WGAN:
             # (with an XLA-compiled replica function, a per-iteration read could see the update).
             start = self.iteration.read_value()
             metrics = {k: tf.constant(0.0) for k in METRICS}
+            health = tf.zeros([self.config.n_critic * len(CRITIC_TERMS) + len(GENERATOR_TERMS)], tf.int32)
+            completed = tf.constant(0, tf.int64)
             for i in tf.range(num_iterations):
                 reals = tuple(next(iterator) for _ in range(self.config.n_critic))
-                metrics = self._reduce(self.strategy.run(replica_fn, args=(reals, start + i)))
-            self.iteration.assign_add(num_iterations)
-            return metrics
+                metrics, health = self._reduce(self.strategy.run(replica_fn, args=(reals, start + i)))
+                completed = i + 1
+                if tf.reduce_any(health > 0):
+                    break  # stop at the first non-finite iteration: the host reports it
+            self.iteration.assign_add(completed)
+            return LoopResult(metrics, health, completed)
 
         return loop
 
-    def run(self, iterator, num_iterations: int) -> dict:
-        """Run ``num_iterations`` full iterations in one compiled call; metrics of the last one."""
+    def run_checked(self, iterator, num_iterations: int) -> LoopResult:
+        """Run up to ``num_iterations`` iterations in one compiled call, stopping at a NaN/Inf."""
         if self._loop is None:
             self._loop = self._build_loop()
         return self._loop(iterator, tf.constant(num_iterations, tf.int64))
+
+    def run(self, iterator, num_iterations: int) -> dict:
+        """Run ``num_iterations`` iterations; the metrics of the last one (see :meth:`run_checked`)."""
+        return self.run_checked(iterator, num_iterations).metrics
+
+    # -- agreement between workers (host side, between compiled calls) ------------------------
+    def _replicas_sum(self, value: int) -> int:
+        per_replica = self.strategy.run(lambda: tf.constant(value, tf.int64))
+        return int(self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None))
+
+    @property
+    def multi_worker(self) -> bool:
+        return isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy)
+
+    def any_worker(self, flag: bool) -> bool:
+        """Whether ``flag`` is set on any worker: all must stop together, or collectives hang."""
+        if not self.multi_worker:
+            return bool(flag)
+        return self._replicas_sum(int(bool(flag))) > 0
+
+    def workers_disagree(self, value: int) -> bool:
+        """Whether the workers hold different ``value``s (e.g. the step they resumed from)."""
+        if not self.multi_worker:
+            return False
+        return self._replicas_sum(value) != value * self.num_replicas
 
     def critic_gradients(self, real_global_batch: tf.Tensor, step: int = 0, phase: int = 0):
         """All-reduced critic loss and gradients for one global batch, without updating anything.
@@ -290,7 +360,7 @@ class WGAN:
         @tf.function
         def compute(real):
             def fn(real):
-                grads, metrics = self.critic_loss_and_gradients(real, self.context(step, phase))
+                grads, metrics, _ = self.critic_loss_and_gradients(real, self.context(step, phase))
                 return grads, metrics["critic_loss"]
 
             grads, loss = self.strategy.run(fn, args=(real,))

@@ -27,3 +27,21 @@ class DatasetError(LipganError):
 
 class NonFiniteLossError(LipganError):
     """Training produced NaN or Inf."""
+
+
+class CheckpointError(LipganError):
+    """A run directory whose checkpoints cannot be used (unreadable, or from another config)."""
+
+
+class RunDirError(LipganError):
+    """A run directory that cannot be used: a file, not writable, or holding another config's run."""
+
+
+class Interrupted(LipganError):
+    """SIGINT/SIGTERM stopped training after a checkpoint was saved; ``exit_code`` is 128 + signal."""
+
+    prefix = "Stopped"
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code

@@ -196,7 +196,8 @@ def _replica_fns(wgan):
         return value + tf.add_n([tf.reduce_sum(g) for g in grads])  # consumes every gradient
 
     def critic_step(real):
-        return wgan.critic_update(real, wgan.context(wgan.iteration.read_value(), 0))["critic_loss"]
+        metrics, _ = wgan.critic_update(real, wgan.context(wgan.iteration.read_value(), 0))
+        return metrics["critic_loss"]
 
     return {"penalty": penalty, "critic_step": critic_step}
 
@@ -224,9 +225,9 @@ def _iteration_call(wgan, iterator, mode, steps_per_execution) -> tuple[Callable
 
     def call():
         reals = tuple(next(iterator) for _ in range(wgan.config.n_critic))
-        out = wgan.strategy.run(wgan.replica_iteration, args=(reals, wgan.iteration.read_value()))
+        metrics, _ = wgan.strategy.run(wgan.replica_iteration, args=(reals, wgan.iteration.read_value()))
         wgan.iteration.assign_add(1)
-        return out["critic_loss"]
+        return metrics["critic_loss"]
 
     return call, 1
 

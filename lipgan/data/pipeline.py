@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import importlib
+import io
 import os
 from pathlib import Path
 
@@ -84,7 +85,11 @@ def _prepare_offline(builder, name: str):
             fcntl.flock(lock, fcntl.LOCK_EX)
         fresh = _builder(name, str(root))
         if not fresh.is_prepared():
-            fresh.download_and_prepare()
+            # TFDS prints download banners and progress bars meant for real downloads; a local
+            # build of a few seconds should not flood the run's output (or a test's).
+            chatter = io.StringIO()
+            with contextlib.redirect_stdout(chatter), contextlib.redirect_stderr(chatter):
+                fresh.download_and_prepare()
             fresh = _builder(name, str(root))
     return fresh
 
@@ -204,4 +209,5 @@ def dataset(
         return ds.batch(global_batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
 
     make.dataset_name = name
+    make.data_dir = data_dir
     return make

@@ -37,8 +37,11 @@ def grid(images: np.ndarray, cols: int | None = None, pad: int = 1) -> np.ndarra
     return out
 
 
-def save_grid(path, images: np.ndarray, cols: int | None = None, scale: int = 1) -> Path:
-    """Write ``images`` ([n, h, w, c] in [-1, 1]) as one PNG grid; ``scale`` repeats pixels (no blur)."""
+def save_grid(path, images: np.ndarray, cols: int | None = None, scale: int = 1):
+    """Write ``images`` ([n, h, w, c] in [-1, 1]) as one PNG grid; ``scale`` repeats pixels (no blur).
+
+    ``path`` may also be a binary file object (a PNG for TensorBoard in memory).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -47,12 +50,13 @@ def save_grid(path, images: np.ndarray, cols: int | None = None, scale: int = 1)
     tiled = grid(images, cols)
     if scale > 1:
         tiled = tiled.repeat(scale, axis=0).repeat(scale, axis=1)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(path, (str, Path)):
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
     if tiled.shape[-1] == 1:
-        plt.imsave(path, tiled[..., 0], cmap="gray", vmin=0, vmax=255)
+        plt.imsave(path, tiled[..., 0], cmap="gray", vmin=0, vmax=255, format="png")
     else:
-        plt.imsave(path, tiled)
+        plt.imsave(path, tiled, format="png")
     return path
 
 

@@ -32,5 +32,5 @@ def plot_samples(path, critic, real: np.ndarray, fake: np.ndarray, title: str = 
     ax.legend(loc="upper right", markerscale=4)
     ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, format="png")
     plt.close(fig)

@@ -1,0 +1,116 @@
+"""Checkpoints of a run: everything needed to continue it exactly where it stopped.
+
+A checkpoint holds both models, both optimizers (moments and step counts), the iteration counter, the
+seed and the position of the input pipeline (the tf.data iterator, shuffle buffer included). That is
+the whole random state of training: every random draw of the step (noise, interpolation factors) is
+a counter-based function of ``(seed, iteration, phase)`` (:mod:`lipgan.rng`), so a resumed run draws
+exactly what the uninterrupted one would have.
+
+Writes are atomic the way TensorFlow makes them: ``CheckpointManager.save`` writes the data and the
+index under a temporary name, renames them into place, and only then rewrites the small
+``checkpoint`` state file (itself written to a temporary file and renamed). A process killed during a
+save leaves the previous checkpoint as the latest. A checkpoint that cannot be read anyway (a disk
+error, a truncated copy) is skipped with a warning in favour of the one before it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import tensorflow as tf
+
+from lipgan.errors import CheckpointError
+
+CHECKPOINT_DIR = "checkpoints"
+
+
+class RunCheckpoint:
+    """Save and restore one run's training state under ``<run_dir>/checkpoints``.
+
+    ``iterator`` is the distributed input iterator; leave it out (evaluation, sampling) to restore
+    only the models. Only the chief of a multi-worker job should :meth:`save`; every worker restores.
+    """
+
+    def __init__(self, run_dir: str | Path, wgan, iterator=None, max_to_keep: int = 3):
+        self.directory = Path(run_dir) / CHECKPOINT_DIR
+        self.wgan = wgan
+        self.seed = tf.Variable(wgan.config.seed, dtype=tf.int64, trainable=False, name="seed")
+        objects = {
+            "critic": wgan.critic,
+            "generator": wgan.generator,
+            "critic_optimizer": wgan.critic_optimizer,
+            "generator_optimizer": wgan.generator_optimizer,
+            "iteration": wgan.iteration,
+            "seed": self.seed,
+        }
+        if iterator is not None:
+            objects["data"] = iterator
+        self.training = iterator is not None
+        self.checkpoint = tf.train.Checkpoint(**objects)
+        self.manager = tf.train.CheckpointManager(self.checkpoint, str(self.directory), max_to_keep)
+        #: The checkpoint the models now hold: the one restored, then each one saved.
+        self.current: str | None = None
+
+    @property
+    def latest(self) -> str | None:
+        """The last good checkpoint: the one restored or saved in this process."""
+        return self.current
+
+    def available(self) -> list[str]:
+        """Checkpoint prefixes on disk, newest first."""
+        return list(reversed(self.manager.checkpoints))
+
+    def restore(self, warn: Callable[[str], None]) -> int:
+        """Restore the newest readable checkpoint; its iteration (0 when there is none).
+
+        An unreadable checkpoint is reported with ``warn`` and the previous one is tried. When all
+        fail, :class:`CheckpointError` says why; nothing on disk is changed either way.
+        """
+        candidates = self.available()
+        errors = []
+        for path in candidates:
+            try:
+                status = self.checkpoint.restore(path)
+                if self.training:
+                    status.assert_existing_objects_matched()
+                else:
+                    status.expect_partial()
+            except (tf.errors.OpError, ValueError, AssertionError) as exc:
+                reason = _first_line(exc)
+                errors.append(f"{Path(path).name}: {reason}")
+                warn(f"warning: cannot restore {path} ({reason}); trying the previous checkpoint")
+                continue
+            if int(self.seed.numpy()) != self.wgan.config.seed:
+                raise CheckpointError(
+                    f"{path} was written with train.seed={int(self.seed.numpy())} but the config says "
+                    f"{self.wgan.config.seed}; use the run's own config.gin or a new --run-dir"
+                )
+            self.current = path
+            return int(self.wgan.iteration.numpy())
+        if candidates:
+            raise CheckpointError(
+                f"no readable checkpoint in {self.directory} ({'; '.join(errors)}); "
+                "start a new run with another --run-dir"
+            )
+        return 0
+
+    def save(self, iteration: int) -> None:
+        """Write a checkpoint for ``iteration`` unless the latest one already is for it."""
+        if self.current is None or not self.current.endswith(f"-{iteration}"):
+            self.current = self.manager.save(checkpoint_number=iteration)
+
+
+def has_checkpoint(run_dir: str | Path) -> bool:
+    """Whether ``run_dir`` holds a checkpoint state file (readable or not)."""
+    return tf.train.latest_checkpoint(str(Path(run_dir) / CHECKPOINT_DIR)) is not None
+
+
+def _first_line(exc: BaseException) -> str:
+    """The gist of a TensorFlow error, without its ``{{function_node ...}}`` and ``[Op:...]`` parts."""
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)
+    line = re.sub(r"\{\{[^}]*\}\}\s*", "", line)
+    line = re.sub(r"\s*\[Op:[^\]]*\]?.*$", "", line)
+    return line[:200]

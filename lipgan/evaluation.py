@@ -1,0 +1,102 @@
+"""Sample quality of a trained generator: the numbers behind ``lipgan eval`` and ``train.eval_every``.
+
+Which metrics apply depends on the data:
+
+* 2-D toy sets: exact W1 to real samples, and for the Gaussian mixtures modes covered and the
+  high-quality fraction (:mod:`lipgan.metrics.toy`);
+* ``lipgan_digits``: Fréchet distance and KID in the feature space of the digits classifier that
+  lipgan trains on the dataset and caches in its data dir;
+* any image set: FID and KID on InceptionV3 features when ``inception_weights`` names a local file.
+
+Every evaluation also reports the critic's own Wasserstein estimate on fresh real and generated
+samples. Samples come from a fixed noise (``seed``) so that evaluations of one run are comparable;
+real samples come from a separate stream of the input pipeline, never from the training iterator.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import tensorflow as tf
+
+#: The counter of the noise stream for samples, so that it never meets the training noise.
+SAMPLE_STREAM = 7
+GENERATE_BATCH = 512
+
+
+def generate(wgan, n: int, seed: int) -> np.ndarray:
+    """``n`` samples of the generator from a fixed noise (same ``seed`` ⇒ same samples)."""
+    z = tf.random.stateless_normal([n, *wgan.latent_shape], seed=[seed, SAMPLE_STREAM])
+    out = [wgan.generator(z[i : i + GENERATE_BATCH], training=False) for i in range(0, n, GENERATE_BATCH)]
+    return np.concatenate([np.asarray(o, np.float32) for o in out])
+
+
+def real_samples(dataset, n: int, batch_size: int, seed: int) -> np.ndarray:
+    """``n`` real examples from their own shuffled stream of the training data."""
+    data = dataset(batch_size, seed + 2)
+    out = np.concatenate([np.asarray(b) for b in data.take(-(-n // batch_size))])
+    return out[:n]
+
+
+def toy_set_of(wgan, dataset) -> str | None:
+    """The toy set name (``8gaussians``...) when training on 2-D lipgan toy data, else None."""
+    from lipgan.data.toy import SAMPLERS
+
+    name = getattr(dataset, "dataset_name", "") or ""
+    if wgan.data_shape != (2,) or not name.startswith("lipgan_toy"):
+        return None
+    toy = name.split("/")[-1].split(":")[0]
+    return toy if toy in SAMPLERS else None
+
+
+def critic_wasserstein(critic, real: np.ndarray, fake: np.ndarray) -> float:
+    scores = lambda x: np.asarray(critic(tf.convert_to_tensor(x), training=False), np.float64)  # noqa: E731
+    return float(scores(real).mean() - scores(fake).mean())
+
+
+def evaluate(wgan, dataset, *, seed: int, batch_size: int, num_samples: int = 2048,
+             inception_weights: str | None = None) -> dict:
+    """All metrics that apply to this run's data, as a flat ``{'eval/...': float}`` dict."""
+    fake = generate(wgan, num_samples, seed)
+    real = real_samples(dataset, num_samples, batch_size, seed)
+    out = {"eval/critic_wasserstein": critic_wasserstein(wgan.critic, real, fake)}
+    toy = toy_set_of(wgan, dataset)
+    if toy:
+        from lipgan.metrics.toy import toy_metrics
+
+        out.update({f"eval/{k}": v for k, v in toy_metrics(toy, fake, real).items()})
+    name = getattr(dataset, "dataset_name", "") or ""
+    if len(wgan.data_shape) == 3 and name.split(":")[0] == "lipgan_digits":
+        from lipgan.metrics import images
+
+        classifier = images.digits_classifier(getattr(dataset, "data_dir", None))
+        real_digits, _ = images.real_digits("train")
+        a = images.digits_features(real_digits, classifier)
+        b = images.digits_features(fake, classifier)
+        out["eval/digits_fd"] = images.frechet_distance(a, b)
+        out["eval/digits_kid"] = images.kid(a, b, num_subsets=20)[0]
+    if len(wgan.data_shape) == 3 and inception_weights:
+        from lipgan.metrics import images
+
+        model = images.load_inception(inception_weights)
+        a, b = images.inception_features(real, model), images.inception_features(fake, model)
+        out["eval/fid"] = images.frechet_distance(a, b)
+        out["eval/kid"] = images.kid(a, b, num_subsets=20)[0]
+    return out
+
+
+def render(wgan, fake: np.ndarray, real: np.ndarray | None = None, title: str = "") -> bytes | None:
+    """A PNG of samples: points over the critic's contour (2-D) or an image grid; None otherwise."""
+    buffer = io.BytesIO()
+    if wgan.data_shape == (2,):
+        from lipgan.plots.toy import plot_samples
+
+        plot_samples(buffer, wgan.critic, real if real is not None else fake[:0], fake, title=title)
+    elif len(wgan.data_shape) == 3:
+        from lipgan.plots.images import save_grid
+
+        save_grid(buffer, fake[:64], scale=2)
+    else:
+        return None
+    return buffer.getvalue()

@@ -1,0 +1,60 @@
+"""Graceful stops: SIGINT (Ctrl-C) and SIGTERM (schedulers, preemption) become a request to stop.
+
+The compiled loop cannot be interrupted safely in the middle of a step, so the first signal only
+sets a flag; the host loop checks it between compiled calls, saves a checkpoint and exits. A second
+signal restores the default behaviour and stops at once (no checkpoint), for when the user really
+means it.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class StopRequests:
+    """Context manager that records SIGINT/SIGTERM instead of dying on them.
+
+    Handlers are installed only in the main thread (Python allows nothing else) and the previous
+    ones are put back on exit, so library callers keep their own handling outside ``train``.
+    """
+
+    def __init__(self, notify: Callable[[str], None] = lambda message: None):
+        self.notify = notify
+        self.signum: int | None = None
+        self._previous: dict = {}
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name if self.signum else ""
+
+    def _handle(self, signum, frame):
+        if self.signum is not None:  # second signal: give up on a clean stop
+            self._restore()
+            raise KeyboardInterrupt
+        self.signum = signum
+        self.notify(
+            f"{signal.Signals(signum).name} received: stopping after the current compiled call "
+            "(send it again to abort without a checkpoint)"
+        )
+
+    def __enter__(self) -> StopRequests:
+        if threading.current_thread() is threading.main_thread():
+            for sig in SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous = {}
+
+    def __exit__(self, *exc) -> None:
+        self._restore()
