@@ -29,11 +29,14 @@ CHECKPOINT_DIR = "checkpoints"
 class RunCheckpoint:
     """Save and restore one run's training state under ``<run_dir>/checkpoints``.
 
-    ``iterator`` is the distributed input iterator; leave it out (evaluation, sampling) to restore
-    only the models. Only the chief of a multi-worker job should :meth:`save`; every worker restores.
+    ``iterator`` is the distributed input iterator, when it can be checkpointed (see
+    :func:`checkpointable`). ``training`` demands that every object exist in the checkpoint;
+    evaluation and sampling (``training=False``) restore only the models. Only the chief of a
+    multi-worker job should :meth:`save`; every worker restores.
     """
 
-    def __init__(self, run_dir: str | Path, wgan, iterator=None, max_to_keep: int = 3):
+    def __init__(self, run_dir: str | Path, wgan, iterator=None, max_to_keep: int = 3,
+                 training: bool = True):
         self.directory = Path(run_dir) / CHECKPOINT_DIR
         self.wgan = wgan
         self.seed = tf.Variable(wgan.config.seed, dtype=tf.int64, trainable=False, name="seed")
@@ -47,7 +50,7 @@ class RunCheckpoint:
         }
         if iterator is not None:
             objects["data"] = iterator
-        self.training = iterator is not None
+        self.training = training
         self.checkpoint = tf.train.Checkpoint(**objects)
         self.manager = tf.train.CheckpointManager(self.checkpoint, str(self.directory), max_to_keep)
         #: The checkpoint the models now hold: the one restored, then each one saved.
@@ -100,6 +103,20 @@ class RunCheckpoint:
         """Write a checkpoint for ``iteration`` unless the latest one already is for it."""
         if self.current is None or not self.current.endswith(f"-{iteration}"):
             self.current = self.manager.save(checkpoint_number=iteration)
+
+
+def checkpointable(iterator) -> bool:
+    """Whether TensorFlow can checkpoint this input iterator.
+
+    The iterators of the default strategy (one device) can; those of ``MirroredStrategy`` and
+    ``MultiWorkerMirroredStrategy`` (``DistributedIterator`` over multi-device iterators) cannot in
+    TF 2.21. For those the loop re-creates the pipeline and skips the consumed batches instead.
+    """
+    try:
+        tf.train.Checkpoint(data=iterator)
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 def has_checkpoint(run_dir: str | Path) -> bool:

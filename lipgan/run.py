@@ -22,7 +22,7 @@ import tensorflow as tf
 
 import gin
 from lipgan import evaluation
-from lipgan.checkpoint import RunCheckpoint
+from lipgan.checkpoint import RunCheckpoint, checkpointable
 from lipgan.constraint import Constraint
 from lipgan.engine import METRICS, WGAN, StepConfig
 from lipgan.errors import CheckpointError, ConfigError, Interrupted, NonFiniteLossError
@@ -72,7 +72,7 @@ class Experiment:
 
     def restore(self, run_dir: str | Path, warn: Callable[[str], None]) -> int:
         """Load the latest readable checkpoint of ``run_dir`` (models only) for eval/sample."""
-        checkpoint = RunCheckpoint(run_dir, self.wgan)
+        checkpoint = RunCheckpoint(run_dir, self.wgan, training=False)
         if not checkpoint.available():
             raise CheckpointError(
                 f"no checkpoint in {Path(run_dir) / 'checkpoints'}; train first with "
@@ -159,7 +159,7 @@ def train(
         return experiment
     progress = progress or Progress(log or print)
     loop = TrainingLoop(
-        experiment, wgan.distribute(data), progress,
+        experiment, data, progress,
         steps=steps, steps_per_execution=steps_per_execution, log_every=log_every,
         checkpoint_every=checkpoint_every, diagnostics_every=diagnostics_every,
         eval_every=eval_every, histogram_every=histogram_every,
@@ -174,7 +174,7 @@ class TrainingLoop:
     """The host loop of one ``train`` call and everything it does between compiled calls."""
 
     experiment: Experiment
-    iterator: object
+    data: tf.data.Dataset
     progress: Progress
     steps: int
     steps_per_execution: int
@@ -186,6 +186,7 @@ class TrainingLoop:
 
     def __post_init__(self):
         self.wgan = self.experiment.wgan
+        self.iterator = self.wgan.distribute(self.data)
         self.rundir: RunDir | None = None
         self.checkpoint: RunCheckpoint | None = None
         self.probe = None
@@ -206,8 +207,21 @@ class TrainingLoop:
         chief = self.experiment.chief
         rundir = RunDir(run_dir)
         differences = rundir.check(config_text, force) if chief else []
-        self.checkpoint = RunCheckpoint(run_dir, self.wgan, self.iterator, max_checkpoints)
+        saved_input = checkpointable(self.iterator)
+        self.checkpoint = RunCheckpoint(run_dir, self.wgan, self.iterator if saved_input else None,
+                                        max_checkpoints)
         start = self.checkpoint.restore(self.progress.message)
+        if start and not saved_input:
+            # The input stream is a deterministic function of the seed: replaying it to where the
+            # checkpoint was taken is exact, at the cost of reading the skipped batches once.
+            consumed = start * self.wgan.config.n_critic
+            self.progress.message(f"fast-forwarding the input pipeline by {consumed} batches (this "
+                                  "strategy's input iterator cannot be checkpointed)")
+            # A new pipeline, not a second iterator over ``self.data``: with
+            # reshuffle_each_iteration, every iterator of one dataset object shuffles differently.
+            exp = self.experiment
+            fresh = exp.dataset(exp.global_batch_size, exp.seed)
+            self.iterator = self.wgan.distribute(fresh.skip(consumed))
         if self.wgan.workers_disagree(start):
             raise CheckpointError(
                 f"the workers resumed {run_dir} from different steps; the run dir must be on a "

@@ -84,7 +84,19 @@ def test_inception_weights_load_from_a_local_file(tmp_path):
 
 @pytest.mark.slow
 def test_digits_classifier_is_trained_once_cached_and_separates_real_from_noise(tmp_path):
+    import random
+
+    import keras
+    import tensorflow as tf
+
+    def draws():
+        return random.random(), np.random.rand(), float(tf.random.uniform([]))
+
+    keras.utils.set_random_seed(123)
+    untouched = draws()
+    keras.utils.set_random_seed(123)
     classifier = m.digits_classifier(str(tmp_path))
+    assert draws() == untouched  # training it (e.g. during a run's evaluation) leaves global RNGs alone
     cached = tmp_path / "lipgan_digits_classifier" / m.CLASSIFIER_VERSION / "classifier.keras"
     assert cached.is_file() and classifier.test_accuracy >= 0.9
     stamp = cached.stat().st_mtime_ns

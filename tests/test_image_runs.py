@@ -48,9 +48,11 @@ def test_missing_image_dataset_is_one_line_on_the_cli(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_shipped_digits_config_runs_on_the_real_builder(tmp_path, monkeypatch):
     monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "tfds"))
-    result = _run(["--gin", "wgangp_digits", "--bind", "train.steps=2", "--bind", "train.log_every=1"],
-                  tmp_path)
+    result = _run(["--gin", "wgangp_digits", "--bind", "train.steps=2", "--bind", "train.log_every=1",
+                   "--bind", "train.eval_every=2", "--bind", "train.eval_samples=128"], tmp_path)
     assert result.exit_code == 0, result.output
     assert (tmp_path / "tfds" / "lipgan_digits" / "1.0.0").is_dir()
-    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
-    assert [json.loads(ln)["step"] for ln in lines] == [1, 2]
+    rows = [json.loads(ln) for ln in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [1, 2]
+    # Evaluation at its interval: the Fréchet digits distance of two barely trained steps is large.
+    assert rows[-1]["eval/digits_fd"] > 1.0 and "eval/digits_kid" in rows[-1]

@@ -105,6 +105,22 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path):
 
 
 @pytest.mark.slow
+def test_mirrored_resume_replays_the_input_exactly(tmp_path):
+    """MirroredStrategy's input iterator cannot be checkpointed: the pipeline is replayed instead."""
+    args = ["-c", CLI, "run", *TINY, "--strategy", "mirrored", "--bind", "mirrored.logical_cpus=2"]
+    whole = finish(start_python(*args, "--bind", "train.steps=20", "--run-dir", tmp_path / "whole"))
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    first = finish(start_python(*args, "--bind", "train.steps=10", "--run-dir", tmp_path / "split"))
+    assert first.returncode == 0, first.stderr[-2000:]
+    second = finish(start_python(*args, "--bind", "train.steps=20", "--run-dir", tmp_path / "split"))
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "fast-forwarding the input pipeline by 50 batches" in second.stdout
+    a, b = weights(tmp_path / "whole"), weights(tmp_path / "split")
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_saves_a_checkpoint_and_says_how_to_resume(tmp_path, sig):
     run_dir = tmp_path / "run"
