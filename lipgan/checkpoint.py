@@ -29,18 +29,21 @@ CHECKPOINT_DIR = "checkpoints"
 class RunCheckpoint:
     """Save and restore one run's training state under ``<run_dir>/checkpoints``.
 
-    ``iterator`` is the distributed input iterator, when it can be checkpointed (see
-    :func:`checkpointable`). ``training`` demands that every object exist in the checkpoint;
-    evaluation and sampling (``training=False``) restore only the models. Only the chief of a
-    multi-worker job should :meth:`save`; every worker restores.
+    ``iterator`` is the distributed input iterator, when it may be checkpointed (see
+    :func:`checkpointable`); if writing its state fails later (a ``py_function`` in the pipeline
+    only fails once it has run), checkpoints continue without it and :attr:`input_restored` tells
+    the loop to replay the input on resume. ``training`` demands that every object exist in the
+    checkpoint; evaluation and sampling (``training=False``) restore only the models. Only the chief
+    of a multi-worker job should :meth:`save`; every worker restores.
     """
 
     def __init__(self, run_dir: str | Path, wgan, iterator=None, max_to_keep: int = 3,
                  training: bool = True):
         self.directory = Path(run_dir) / CHECKPOINT_DIR
         self.wgan = wgan
+        self.max_to_keep = max_to_keep
         self.seed = tf.Variable(wgan.config.seed, dtype=tf.int64, trainable=False, name="seed")
-        objects = {
+        self.state = {
             "critic": wgan.critic,
             "generator": wgan.generator,
             "critic_optimizer": wgan.critic_optimizer,
@@ -48,13 +51,18 @@ class RunCheckpoint:
             "iteration": wgan.iteration,
             "seed": self.seed,
         }
-        if iterator is not None:
-            objects["data"] = iterator
         self.training = training
-        self.checkpoint = tf.train.Checkpoint(**objects)
-        self.manager = tf.train.CheckpointManager(self.checkpoint, str(self.directory), max_to_keep)
+        self.iterator = iterator
+        self._use(iterator)
         #: The checkpoint the models now hold: the one restored, then each one saved.
         self.current: str | None = None
+        #: Whether the restored checkpoint also restored the input position.
+        self.input_restored = False
+
+    def _use(self, iterator) -> None:
+        objects = dict(self.state, data=iterator) if iterator is not None else self.state
+        self.checkpoint = tf.train.Checkpoint(**objects)
+        self.manager = tf.train.CheckpointManager(self.checkpoint, str(self.directory), self.max_to_keep)
 
     @property
     def latest(self) -> str | None:
@@ -64,6 +72,18 @@ class RunCheckpoint:
     def available(self) -> list[str]:
         """Checkpoint prefixes on disk, newest first."""
         return list(reversed(self.manager.checkpoints))
+
+    def _restore(self, path: str) -> bool:
+        """Restore ``path``; whether it held (and restored) the input position."""
+        names = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
+        with_input = self.iterator is not None and "data" in names
+        checkpoint = self.checkpoint if with_input else tf.train.Checkpoint(**self.state)
+        status = checkpoint.restore(path)
+        if self.training:
+            status.assert_existing_objects_matched()
+        else:
+            status.expect_partial()
+        return with_input
 
     def restore(self, warn: Callable[[str], None]) -> int:
         """Restore the newest readable checkpoint; its iteration (0 when there is none).
@@ -75,12 +95,9 @@ class RunCheckpoint:
         errors = []
         for path in candidates:
             try:
-                status = self.checkpoint.restore(path)
-                if self.training:
-                    status.assert_existing_objects_matched()
-                else:
-                    status.expect_partial()
-            except (tf.errors.OpError, ValueError, AssertionError) as exc:
+                self.input_restored = self._restore(path)
+            except Exception as exc:  # noqa: BLE001 - a damaged file fails in many ways (OpError,
+                # IndexError "Read less bytes than requested", ValueError...); each means "unusable"
                 reason = _first_line(exc)
                 errors.append(f"{Path(path).name}: {reason}")
                 warn(f"warning: cannot restore {path} ({reason}); trying the previous checkpoint")
@@ -99,9 +116,19 @@ class RunCheckpoint:
             )
         return 0
 
-    def save(self, iteration: int) -> None:
+    def save(self, iteration: int, warn: Callable[[str], None] = print) -> None:
         """Write a checkpoint for ``iteration`` unless the latest one already is for it."""
-        if self.current is None or not self.current.endswith(f"-{iteration}"):
+        if self.current is not None and self.current.endswith(f"-{iteration}"):
+            return
+        try:
+            self.current = self.manager.save(checkpoint_number=iteration)
+        except (tf.errors.FailedPreconditionError, tf.errors.UnimplementedError) as exc:
+            if self.iterator is None:
+                raise
+            warn(f"warning: the input pipeline's position cannot be checkpointed ({_first_line(exc)}); "
+                 "a resumed run will replay the input instead")
+            self.iterator = None
+            self._use(None)
             self.current = self.manager.save(checkpoint_number=iteration)
 
 
@@ -110,11 +137,17 @@ def checkpointable(iterator) -> bool:
 
     The iterators of the default strategy (one device) can; those of ``MirroredStrategy`` and
     ``MultiWorkerMirroredStrategy`` (``DistributedIterator`` over multi-device iterators) cannot in
-    TF 2.21. For those the loop re-creates the pipeline and skips the consumed batches instead.
+    TF 2.21, nor can any pipeline with a ``py_function``. For those the loop re-creates the
+    pipeline and skips the consumed batches instead.
     """
     try:
         tf.train.Checkpoint(data=iterator)
-    except (ValueError, TypeError):
+        # A pipeline with a py_function (tfds.testing.mock_data) is trackable but refuses to be
+        # serialized; find out now, while the state is still empty and cheap to serialize.
+        serialize = getattr(iterator, "_serialize_to_tensors", None)
+        if serialize is not None:
+            serialize()
+    except (ValueError, TypeError, tf.errors.OpError):
         return False
     return True
 

@@ -20,7 +20,7 @@ from lipgan.bench_cli import bench
 from lipgan.errors import ConfigError, Interrupted, LipganError
 from lipgan.reproduce.command import reproduce
 
-DEFAULT_CONFIG = "wgangp_toy.gin"
+DEFAULT_CONFIG = "wgangp_toy_quick.gin"
 GIN_CALL_MARKER = "In call to configurable"
 
 

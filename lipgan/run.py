@@ -13,6 +13,7 @@ depends on ``steps_per_execution``.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,6 +31,11 @@ from lipgan.interrupt import StopRequests
 from lipgan.progress import Progress
 from lipgan.rundir import SAMPLES, RunDir
 from lipgan.strategy import StrategyPlugin
+
+
+def warn(message: str) -> None:
+    """Warnings go to stderr whatever the progress display (even with --quiet)."""
+    print(message, file=sys.stderr, flush=True)
 
 
 def _check(value, name: str, predicate, requirement: str):
@@ -210,8 +216,8 @@ class TrainingLoop:
         saved_input = checkpointable(self.iterator)
         self.checkpoint = RunCheckpoint(run_dir, self.wgan, self.iterator if saved_input else None,
                                         max_checkpoints)
-        start = self.checkpoint.restore(self.progress.message)
-        if start and not saved_input:
+        start = self.checkpoint.restore(warn)
+        if start and not self.checkpoint.input_restored:
             # The input stream is a deterministic function of the seed: replaying it to where the
             # checkpoint was taken is exact, at the cost of reading the skipped batches once.
             consumed = start * self.wgan.config.n_critic
@@ -238,7 +244,7 @@ class TrainingLoop:
 
     def save(self, done: int) -> None:
         if self.rundir is not None:
-            self.checkpoint.save(done)
+            self.checkpoint.save(done, warn)
 
     def run(self, run_dir, *, force: bool, max_checkpoints: int, plot_samples: int,
             config_text: str, operative_config: Callable[[], str]) -> dict:
