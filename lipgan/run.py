@@ -112,6 +112,7 @@ def train(
     eval_samples: int = 2048,
     histogram_every: int = 0,
     inception_weights: str | None = None,
+    checkpoint_input: bool = True,
     run_dir: str | None = None,
     force: bool = False,
     progress: Progress | None = None,
@@ -126,7 +127,9 @@ def train(
     ``log_every`` (metrics.jsonl, TensorBoard), ``checkpoint_every``, ``diagnostics_every``
     (:class:`lipgan.diagnostics.Probe`), ``eval_every`` (:func:`lipgan.evaluation.evaluate` and a
     sample image), ``histogram_every`` (weight histograms). A run dir that holds checkpoints is
-    resumed; its config must match unless ``force``.
+    resumed; its config must match unless ``force``. ``checkpoint_input`` stores the input
+    pipeline's position in checkpoints (its in-memory cache and shuffle buffer included: turn it
+    off for large cached datasets, and resume replays the input stream instead, equally exact).
     """
     _check(steps, "steps", lambda v: v >= 1, "must be >= 1")
     _check(steps_per_execution, "steps_per_execution", lambda v: v >= 1, "must be >= 1")
@@ -168,7 +171,7 @@ def train(
         experiment, data, progress,
         steps=steps, steps_per_execution=steps_per_execution, log_every=log_every,
         checkpoint_every=checkpoint_every, diagnostics_every=diagnostics_every,
-        eval_every=eval_every, histogram_every=histogram_every,
+        eval_every=eval_every, histogram_every=histogram_every, checkpoint_input=checkpoint_input,
     )
     return loop.run(run_dir, force=force, max_checkpoints=max_checkpoints,
                     plot_samples=plot_samples, config_text=gin.config_str(),
@@ -189,6 +192,7 @@ class TrainingLoop:
     diagnostics_every: int
     eval_every: int
     histogram_every: int
+    checkpoint_input: bool = True
 
     def __post_init__(self):
         self.wgan = self.experiment.wgan
@@ -213,7 +217,7 @@ class TrainingLoop:
         chief = self.experiment.chief
         rundir = RunDir(run_dir)
         differences = rundir.check(config_text, force) if chief else []
-        saved_input = checkpointable(self.iterator)
+        saved_input = self.checkpoint_input and checkpointable(self.iterator)
         self.checkpoint = RunCheckpoint(run_dir, self.wgan, self.iterator if saved_input else None,
                                         max_checkpoints)
         start = self.checkpoint.restore(warn)

@@ -35,7 +35,7 @@ SAMPLES = "samples.png"
 RESUMABLE = frozenset({
     "train.steps", "train.log_every", "train.checkpoint_every", "train.max_checkpoints",
     "train.diagnostics_every", "train.eval_every", "train.eval_samples", "train.histogram_every",
-    "train.plot_samples", "train.inception_weights",
+    "train.plot_samples", "train.inception_weights", "train.checkpoint_input",
 })
 
 _BINDING = re.compile(r"^(?P<key>[\w./]+)\s*=\s*(?P<value>.*)$")

@@ -344,3 +344,16 @@ def test_tensorboard_gets_scalars_histograms_and_sample_images(tmp_path):
     assert "samples" in tags["images"]
     row = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
     assert row["step"] == 10 and row["eval/modes_covered"] <= 8
+
+
+def test_resume_without_the_input_in_checkpoints_replays_it_exactly(tmp_path):
+    off = ["--bind", "train.checkpoint_input=False"]
+    train(tmp_path / "whole", 10, *off)
+    train(tmp_path / "split", 5, *off)
+    second = train(tmp_path / "split", 10, *off)
+    assert "fast-forwarding the input pipeline by 5 batches" in second.output
+    names = {n.split("/")[0] for n, _ in tf.train.list_variables(str(tmp_path / "split" / "checkpoints"))}
+    assert "data" not in names
+    a, b = weights(tmp_path / "whole"), weights(tmp_path / "split")
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
