@@ -152,11 +152,6 @@ def checkpointable(iterator) -> bool:
     return True
 
 
-def has_checkpoint(run_dir: str | Path) -> bool:
-    """Whether ``run_dir`` holds a checkpoint state file (readable or not)."""
-    return tf.train.latest_checkpoint(str(Path(run_dir) / CHECKPOINT_DIR)) is not None
-
-
 def _first_line(exc: BaseException) -> str:
     """The gist of a TensorFlow error, without its ``{{function_node ...}}`` and ``[Op:...]`` parts."""
     text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
