@@ -11,20 +11,107 @@ for path in sorted(root.glob("*/results.json")):
 
 
 def find(model, constraint, measurement):
-    return next((r for r in records if (r["model"], r["constraint"], r["measurement"]) == (model, constraint, measurement)), None)
+    return next(
+        (
+            r
+            for r in records
+            if (r["model"], r["constraint"], r["measurement"]) == (model, constraint, measurement)
+        ),
+        None,
+    )
 
 
 rows = [
-    ("GP/plain critic step, DCGAN, fast_relu", "dcgan", "gradient_penalty:fast_relu=True", "critic_step", "time_ratio_vs_none", "<=", 1.75),
-    ("GP/plain critic step, DCGAN, standard", "dcgan", "gradient_penalty", "critic_step", "time_ratio_vs_none", "", None),
-    ("clip/plain critic step, DCGAN", "dcgan", "weight_clip", "critic_step", "time_ratio_vs_none", "<=", 1.05),
-    ("spectral_norm/plain critic step, DCGAN", "dcgan", "spectral_norm", "critic_step", "time_ratio_vs_none", "<=", 1.10),
-    ("GP every=16 / plain critic step, DCGAN", "dcgan", "gradient_penalty:every=16", "critic_step", "time_ratio_vs_none", "<=", 1.10),
-    ("GP every=16 / plain critic step, toy", "toy", "gradient_penalty:every=16", "critic_step", "time_ratio_vs_none", "<=", 1.10),
-    ("lipgan GP iteration / keras-io, DCGAN", "dcgan", "gradient_penalty", "iteration", "speedup_vs_keras_io", ">=", 1.15),
-    ("lipgan GP fast_relu iteration / keras-io, DCGAN", "dcgan", "gradient_penalty:fast_relu=True", "iteration", "speedup_vs_keras_io", ">=", 1.15),
-    ("lipgan GP iteration / keras-io, toy", "toy", "gradient_penalty", "iteration", "speedup_vs_keras_io", ">=", 1.5),
-    ("lipgan GP fast_relu iteration / keras-io, toy", "toy", "gradient_penalty:fast_relu=True", "iteration", "speedup_vs_keras_io", ">=", 1.5),
+    (
+        "GP/plain critic step, DCGAN, fast_relu",
+        "dcgan",
+        "gradient_penalty:fast_relu=True",
+        "critic_step",
+        "time_ratio_vs_none",
+        "<=",
+        1.75,
+    ),
+    (
+        "GP/plain critic step, DCGAN, standard",
+        "dcgan",
+        "gradient_penalty",
+        "critic_step",
+        "time_ratio_vs_none",
+        "",
+        None,
+    ),
+    (
+        "clip/plain critic step, DCGAN",
+        "dcgan",
+        "weight_clip",
+        "critic_step",
+        "time_ratio_vs_none",
+        "<=",
+        1.05,
+    ),
+    (
+        "spectral_norm/plain critic step, DCGAN",
+        "dcgan",
+        "spectral_norm",
+        "critic_step",
+        "time_ratio_vs_none",
+        "<=",
+        1.10,
+    ),
+    (
+        "GP every=16 / plain critic step, DCGAN",
+        "dcgan",
+        "gradient_penalty:every=16",
+        "critic_step",
+        "time_ratio_vs_none",
+        "<=",
+        1.10,
+    ),
+    (
+        "GP every=16 / plain critic step, toy",
+        "toy",
+        "gradient_penalty:every=16",
+        "critic_step",
+        "time_ratio_vs_none",
+        "<=",
+        1.10,
+    ),
+    (
+        "lipgan GP iteration / keras-io, DCGAN",
+        "dcgan",
+        "gradient_penalty",
+        "iteration",
+        "speedup_vs_keras_io",
+        ">=",
+        1.15,
+    ),
+    (
+        "lipgan GP fast_relu iteration / keras-io, DCGAN",
+        "dcgan",
+        "gradient_penalty:fast_relu=True",
+        "iteration",
+        "speedup_vs_keras_io",
+        ">=",
+        1.15,
+    ),
+    (
+        "lipgan GP iteration / keras-io, toy",
+        "toy",
+        "gradient_penalty",
+        "iteration",
+        "speedup_vs_keras_io",
+        ">=",
+        1.5,
+    ),
+    (
+        "lipgan GP fast_relu iteration / keras-io, toy",
+        "toy",
+        "gradient_penalty:fast_relu=True",
+        "iteration",
+        "speedup_vs_keras_io",
+        ">=",
+        1.5,
+    ),
 ]
 print("| target | measured | FLOP ratio | goal | met |")
 print("|---|---|---|---|---|")
@@ -32,6 +119,12 @@ for label, model, constraint, measurement, field, op, goal in rows:
     r = find(model, constraint, measurement)
     value = r and r[field]
     flop = r and r.get("flop_ratio_vs_none")
-    met = "–" if goal is None or value is None else ("yes" if (value <= goal if op == "<=" else value >= goal) else "**no**")
+    met = (
+        "–"
+        if goal is None or value is None
+        else ("yes" if (value <= goal if op == "<=" else value >= goal) else "**no**")
+    )
     fmt = lambda v: "n/a" if v is None else f"{v:.2f}"  # noqa: E731
-    print(f"| {label} | {fmt(value)} | {fmt(flop) if field == 'time_ratio_vs_none' else ''} | {op} {goal if goal else ''} | {met} |")
+    print(
+        f"| {label} | {fmt(value)} | {fmt(flop) if field == 'time_ratio_vs_none' else ''} | {op} {goal if goal else ''} | {met} |"
+    )

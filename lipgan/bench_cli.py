@@ -23,39 +23,96 @@ def _batches(values) -> dict[str, list[int]]:
         try:
             sweep[model] = [int(s) for s in sizes.split(",") if s]
         except ValueError:
-            raise ConfigError(f"--batch {value!r} does not parse; expected e.g. dcgan=32,64") from None
+            raise ConfigError(
+                f"--batch {value!r} does not parse; expected e.g. dcgan=32,64"
+            ) from None
         if not eq or not sweep[model]:
             raise ConfigError(f"--batch {value!r} does not parse; expected e.g. dcgan=32,64")
     return sweep
 
 
 @click.command()
-@click.option("--model", "models", multiple=True, type=click.Choice(["toy", "dcgan"]),
-              help="Model family (repeatable; default: toy and dcgan).")
-@click.option("--constraint", "constraints", multiple=True, metavar="SPEC",
-              help="name or name:key=value,... (repeatable; default: every registered constraint "
-                   "plus gradient_penalty:fast_relu=True and gradient_penalty:every=16).")
-@click.option("--strategy", "strategies", multiple=True, metavar="SPEC",
-              help="Strategy spec, e.g. default, mirrored:logical_cpus=2, tpu (repeatable; "
-                   "non-default ones run in a child process; default: default).")
-@click.option("--mode", "modes", multiple=True, type=click.Choice(["eager", "function", "xla"]),
-              help="Execution mode (repeatable; default: function).")
-@click.option("--measure", "measurements", multiple=True,
-              type=click.Choice(["penalty", "critic_step", "iteration"]),
-              help="What to time (repeatable; default: all three).")
-@click.option("--batch", "batches", multiple=True, metavar="MODEL=B1,B2",
-              help="Batch-size sweep for a model, e.g. dcgan=32,64 (default: toy 256, dcgan 64).")
-@click.option("--repetitions", default=5, show_default=True, help="Timed repetitions after warm-up.")
-@click.option("--min-rep-seconds", default=0.2, show_default=True, help="Minimum duration of one repetition.")
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    type=click.Choice(["toy", "dcgan"]),
+    help="Model family (repeatable; default: toy and dcgan).",
+)
+@click.option(
+    "--constraint",
+    "constraints",
+    multiple=True,
+    metavar="SPEC",
+    help="name or name:key=value,... (repeatable; default: every registered constraint "
+    "plus gradient_penalty:fast_relu=True and gradient_penalty:every=16).",
+)
+@click.option(
+    "--strategy",
+    "strategies",
+    multiple=True,
+    metavar="SPEC",
+    help="Strategy spec, e.g. default, mirrored:logical_cpus=2, tpu (repeatable; "
+    "non-default ones run in a child process; default: default).",
+)
+@click.option(
+    "--mode",
+    "modes",
+    multiple=True,
+    type=click.Choice(["eager", "function", "xla"]),
+    help="Execution mode (repeatable; default: function).",
+)
+@click.option(
+    "--measure",
+    "measurements",
+    multiple=True,
+    type=click.Choice(["penalty", "critic_step", "iteration"]),
+    help="What to time (repeatable; default: all three).",
+)
+@click.option(
+    "--batch",
+    "batches",
+    multiple=True,
+    metavar="MODEL=B1,B2",
+    help="Batch-size sweep for a model, e.g. dcgan=32,64 (default: toy 256, dcgan 64).",
+)
+@click.option(
+    "--repetitions", default=5, show_default=True, help="Timed repetitions after warm-up."
+)
+@click.option(
+    "--min-rep-seconds", default=0.2, show_default=True, help="Minimum duration of one repetition."
+)
 @click.option("--n-critic", default=5, show_default=True)
-@click.option("--steps-per-execution", default=10, show_default=True,
-              help="Iterations per compiled call of the engine's host loop.")
+@click.option(
+    "--steps-per-execution",
+    default=10,
+    show_default=True,
+    help="Iterations per compiled call of the engine's host loop.",
+)
 @click.option("--no-keras-io", is_flag=True, help="Skip the keras-io WGAN-GP baseline.")
 @click.option("--no-flops", is_flag=True, help="Skip FLOP counting.")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("bench-results"), show_default=True,
-              help="Folder for results.json, results.md and chart.png.")
-def bench(models, constraints, strategies, modes, measurements, batches, repetitions, min_rep_seconds,
-          n_critic, steps_per_execution, no_keras_io, no_flops, out):
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("bench-results"),
+    show_default=True,
+    help="Folder for results.json, results.md and chart.png.",
+)
+def bench(
+    models,
+    constraints,
+    strategies,
+    modes,
+    measurements,
+    batches,
+    repetitions,
+    min_rep_seconds,
+    n_critic,
+    steps_per_execution,
+    no_keras_io,
+    no_flops,
+    out,
+):
     """Measure penalty, critic-step and full-iteration throughput against the unconstrained step
     and the keras-io WGAN-GP recipe, in the same run."""
     from lipgan.bench import harness, report

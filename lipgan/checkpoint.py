@@ -37,8 +37,9 @@ class RunCheckpoint:
     of a multi-worker job should :meth:`save`; every worker restores.
     """
 
-    def __init__(self, run_dir: str | Path, wgan, iterator=None, max_to_keep: int = 3,
-                 training: bool = True):
+    def __init__(
+        self, run_dir: str | Path, wgan, iterator=None, max_to_keep: int = 3, training: bool = True
+    ):
         self.directory = Path(run_dir) / CHECKPOINT_DIR
         self.wgan = wgan
         self.max_to_keep = max_to_keep
@@ -62,7 +63,9 @@ class RunCheckpoint:
     def _use(self, iterator) -> None:
         objects = dict(self.state, data=iterator) if iterator is not None else self.state
         self.checkpoint = tf.train.Checkpoint(**objects)
-        self.manager = tf.train.CheckpointManager(self.checkpoint, str(self.directory), self.max_to_keep)
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, str(self.directory), self.max_to_keep
+        )
 
     @property
     def latest(self) -> str | None:
@@ -125,8 +128,10 @@ class RunCheckpoint:
         except (tf.errors.FailedPreconditionError, tf.errors.UnimplementedError) as exc:
             if self.iterator is None:
                 raise
-            warn(f"warning: the input pipeline's position cannot be checkpointed ({_first_line(exc)}); "
-                 "a resumed run will replay the input instead")
+            warn(
+                f"warning: the input pipeline's position cannot be checkpointed ({_first_line(exc)}); "
+                "a resumed run will replay the input instead"
+            )
             self.iterator = None
             self._use(None)
             self.current = self.manager.save(checkpoint_number=iteration)

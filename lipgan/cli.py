@@ -42,6 +42,7 @@ def _import_tensorflow(verbose: bool) -> None:
     """
     if verbose or "tensorflow" in sys.modules:
         import tensorflow  # noqa: F401
+
         return
     try:
         fd = sys.stderr.fileno()
@@ -143,24 +144,57 @@ def _run_config(run_dir: Path, option: str) -> Path:
         raise ConfigError(f"{option} {run_dir}: no such run directory")
     config = run_dir / CONFIG
     if not config.is_file():
-        raise ConfigError(f"{option} {run_dir}: no {CONFIG} there, so it is not a lipgan run directory")
+        raise ConfigError(
+            f"{option} {run_dir}: no {CONFIG} there, so it is not a lipgan run directory"
+        )
     return config
 
 
 @cli.command()
-@click.option("--gin", "gin_files", multiple=True, metavar="FILE",
-              help=f"Gin config file or shipped config name (repeatable; default: {DEFAULT_CONFIG}).")
-@click.option("--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding (repeatable).")
-@click.option("--strategy", "strategy_name", metavar="NAME", help="Override train.strategy, e.g. mirrored.")
-@click.option("--run-dir", type=click.Path(path_type=Path), help="Output folder (default: runs/<config>-<time>).")
-@click.option("--resume", "resume_dir", type=click.Path(path_type=Path), metavar="DIR",
-              help="Continue the run in DIR with its own config.gin (extend it with --bind train.steps=N).")
+@click.option(
+    "--gin",
+    "gin_files",
+    multiple=True,
+    metavar="FILE",
+    help=f"Gin config file or shipped config name (repeatable; default: {DEFAULT_CONFIG}).",
+)
+@click.option(
+    "--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding (repeatable)."
+)
+@click.option(
+    "--strategy", "strategy_name", metavar="NAME", help="Override train.strategy, e.g. mirrored."
+)
+@click.option(
+    "--run-dir",
+    type=click.Path(path_type=Path),
+    help="Output folder (default: runs/<config>-<time>).",
+)
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="Continue the run in DIR with its own config.gin (extend it with --bind train.steps=N).",
+)
 @click.option("--force", is_flag=True, help="Continue a run dir even though its config differs.")
 @click.option("--mock-data", is_flag=True, help="Use tfds.testing.mock_data instead of real data.")
-@click.option("--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name.")
+@click.option(
+    "--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name."
+)
 @click.option("--quiet", is_flag=True, help="Print only errors and the run dir.")
 @click.option("--verbose", is_flag=True, help="Show TensorFlow's C++ and Python log output.")
-def run(gin_files, bindings, strategy_name, run_dir, resume_dir, force, mock_data, disabled, quiet, verbose):
+def run(
+    gin_files,
+    bindings,
+    strategy_name,
+    run_dir,
+    resume_dir,
+    force,
+    mock_data,
+    disabled,
+    quiet,
+    verbose,
+):
     """Train a WGAN from gin config files (re-running on a run dir resumes it)."""
     from lipgan.progress import for_terminal
     from lipgan.rundir import check_location
@@ -168,7 +202,9 @@ def run(gin_files, bindings, strategy_name, run_dir, resume_dir, force, mock_dat
     if resume_dir is not None:
         config_file = _run_config(resume_dir, "--resume")
         if run_dir is not None and run_dir.resolve() != resume_dir.resolve():
-            raise ConfigError("--resume DIR already names the run dir; drop --run-dir or make them equal")
+            raise ConfigError(
+                "--resume DIR already names the run dir; drop --run-dir or make them equal"
+            )
         run_dir = resume_dir
         gin_files = list(gin_files) or [str(config_file)]
     discovery = _discover(disabled)
@@ -194,25 +230,56 @@ def _load_run(run_dir: Path, bindings, mock_data: bool, disabled):
 
 @cli.command(name="eval")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--samples", "num_samples", type=click.IntRange(min=2), help="Generated samples (default: train.eval_samples).")
-@click.option("--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding, e.g. train.inception_weights.")
+@click.option(
+    "--samples",
+    "num_samples",
+    type=click.IntRange(min=2),
+    help="Generated samples (default: train.eval_samples).",
+)
+@click.option(
+    "--bind",
+    "bindings",
+    multiple=True,
+    metavar="'a.b=v'",
+    help="Extra gin binding, e.g. train.inception_weights.",
+)
 @click.option("--mock-data", is_flag=True, help="Real samples from tfds.testing.mock_data.")
-@click.option("--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name.")
+@click.option(
+    "--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name."
+)
 def eval_command(run_dir, num_samples, bindings, mock_data, disabled):
     """Metrics of the latest checkpoint of RUN_DIR, as JSON on stdout."""
     experiment, step = _load_run(run_dir, bindings, mock_data, disabled)
     metrics = _call(experiment.evaluate, mock_data, num_samples=num_samples)
-    payload = {"run_dir": str(run_dir), "step": step, **{k.removeprefix("eval/"): v for k, v in metrics.items()}}
+    payload = {
+        "run_dir": str(run_dir),
+        "step": step,
+        **{k.removeprefix("eval/"): v for k, v in metrics.items()},
+    }
     click.echo(json.dumps(payload, indent=2))
 
 
 @cli.command()
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("-n", "num", type=click.IntRange(min=1), default=64, show_default=True, help="Number of samples.")
-@click.option("--out", "out", type=click.Path(path_type=Path), required=True,
-              help="Output file: OUT.npz (array 'samples') and OUT.png next to it.")
+@click.option(
+    "-n",
+    "num",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Number of samples.",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Output file: OUT.npz (array 'samples') and OUT.png next to it.",
+)
 @click.option("--seed", type=int, help="Noise seed (default: the run's train.seed).")
-@click.option("--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name.")
+@click.option(
+    "--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name."
+)
 def sample(run_dir, num, out, seed, disabled):
     """Generate samples from the latest checkpoint of RUN_DIR (.npz and a PNG grid or scatter)."""
     import numpy as np
@@ -241,12 +308,21 @@ def config_group():
 
 
 @config_group.command(name="show")
-@click.option("--gin", "gin_files", multiple=True, metavar="FILE",
-              help=f"Gin config file or shipped config name (repeatable; default: {DEFAULT_CONFIG}).")
-@click.option("--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding (repeatable).")
+@click.option(
+    "--gin",
+    "gin_files",
+    multiple=True,
+    metavar="FILE",
+    help=f"Gin config file or shipped config name (repeatable; default: {DEFAULT_CONFIG}).",
+)
+@click.option(
+    "--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding (repeatable)."
+)
 @click.option("--strategy", "strategy_name", metavar="NAME", help="Override train.strategy.")
 @click.option("--json", "as_json", is_flag=True, help="The bindings as a JSON object.")
-@click.option("--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name.")
+@click.option(
+    "--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name."
+)
 def config_show(gin_files, bindings, strategy_name, as_json, disabled):
     """Print the config that `lipgan run` would use (files + bindings, resolved), then exit."""
     import gin
@@ -259,7 +335,9 @@ def config_show(gin_files, bindings, strategy_name, as_json, disabled):
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name.")
+@click.option(
+    "--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name."
+)
 def plugins(as_json, disabled):
     """List discovered constraints and strategies with their source."""
     discovery = _discover(disabled)

@@ -88,7 +88,9 @@ def resolve_config_path(path: str) -> Path:
     raise ConfigError(f"gin file {path!r} not found; shipped configs: {known}")
 
 
-_LOCATION = re.compile(r'In (?:file "(?P<file>[^"]+)", line (?P<line>\d+)|bindings string line \d+)')
+_LOCATION = re.compile(
+    r'In (?:file "(?P<file>[^"]+)", line (?P<line>\d+)|bindings string line \d+)'
+)
 
 
 def _one_line(exc: BaseException, where: str, registry: Registry) -> str:
@@ -134,7 +136,9 @@ def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list
             raise ConfigError(_one_line(exc, str(path), registry)) from None
     for binding in bindings:
         if "=" not in binding:
-            raise ConfigError(f"--bind {binding!r} does not parse; expected 'configurable.param=value'")
+            raise ConfigError(
+                f"--bind {binding!r} does not parse; expected 'configurable.param=value'"
+            )
         try:
             gin.parse_config(binding)
         except (ValueError, SyntaxError, tokenize.TokenError, TypeError) as exc:

@@ -55,7 +55,9 @@ def interpolates(real, fake, seed: int = 0, step: int = 0) -> tf.Tensor:
     interpolate, _ = _gradient_penalty_helpers()
     real = tf.convert_to_tensor(real, tf.float32)
     fake = tf.convert_to_tensor(fake, tf.float32)
-    ctx = StepContext(seed=seed, step=step, phase=0, global_batch_size=int(real.shape[0]), num_replicas=1)
+    ctx = StepContext(
+        seed=seed, step=step, phase=0, global_batch_size=int(real.shape[0]), num_replicas=1
+    )
     return interpolate(real, fake, ctx)
 
 
@@ -70,7 +72,9 @@ def gradient_norm_stats(critic, real, fake, seed: int = 0, step: int = 0) -> dic
 
 
 def _scores(critic, x) -> np.ndarray:
-    return np.asarray(critic(tf.convert_to_tensor(x, tf.float32), training=False), np.float64).reshape(-1)
+    return np.asarray(
+        critic(tf.convert_to_tensor(x, tf.float32), training=False), np.float64
+    ).reshape(-1)
 
 
 def empirical_lipschitz(critic, x, y) -> float:
@@ -81,7 +85,9 @@ def empirical_lipschitz(critic, x, y) -> float:
     x = np.asarray(x, np.float32)
     y = np.asarray(y, np.float32)
     if x.shape != y.shape or len(x) == 0:
-        raise ValueError(f"empirical_lipschitz needs two equal, non-empty sets of points; got {x.shape}, {y.shape}")
+        raise ValueError(
+            f"empirical_lipschitz needs two equal, non-empty sets of points; got {x.shape}, {y.shape}"
+        )
     dist = np.sqrt(np.sum(np.square(x.astype(np.float64) - y), axis=tuple(range(1, x.ndim))))
     keep = dist > 0
     if not keep.any():
@@ -94,7 +100,9 @@ def _linear_layers(model) -> list:
     """Every Dense/Conv layer, looking through wrappers (spectral normalization) and sub-models."""
     found = []
     for layer in model.layers:
-        inner = getattr(layer, "layer", None)  # keras.layers.SpectralNormalization and other wrappers
+        inner = getattr(
+            layer, "layer", None
+        )  # keras.layers.SpectralNormalization and other wrappers
         if isinstance(layer, keras.Model):
             found += _linear_layers(layer)
         elif inner is not None and hasattr(inner, "kernel"):
@@ -132,7 +140,9 @@ def spectral_norm_product(critic) -> float:
 
 def _sequential_layers(critic) -> list:
     if not isinstance(critic, keras.Sequential) or not critic.layers:
-        raise ValueError(f"per-layer gradient norms need a keras.Sequential critic; {critic.name!r} is not one")
+        raise ValueError(
+            f"per-layer gradient norms need a keras.Sequential critic; {critic.name!r} is not one"
+        )
     return list(critic.layers)
 
 
@@ -167,8 +177,14 @@ class Probe:
     On 2-D toy sets with known modes it adds the toy metrics of :mod:`lipgan.metrics.toy`.
     """
 
-    def __init__(self, wgan, data: tf.data.Dataset, seed: int, dataset_name: str | None = None,
-                 toy_samples: int = 1024):
+    def __init__(
+        self,
+        wgan,
+        data: tf.data.Dataset,
+        seed: int,
+        dataset_name: str | None = None,
+        toy_samples: int = 1024,
+    ):
         self.wgan = wgan
         self.seed = seed
         self.batches = iter(data)
@@ -181,14 +197,19 @@ class Probe:
             self.toy_set = name if name in SAMPLERS else None
 
     def fake(self, n: int, step: int) -> np.ndarray:
-        z = tf.random.stateless_normal([n, *self.wgan.latent_shape], seed=[self.seed, 100_003 + step])
+        z = tf.random.stateless_normal(
+            [n, *self.wgan.latent_shape], seed=[self.seed, 100_003 + step]
+        )
         return np.asarray(self.wgan.generator(z, training=False))
 
     def __call__(self, step: int) -> dict:
         critic = self.wgan.critic
         real = np.asarray(next(self.batches))
         fake = self.fake(len(real), step)
-        out = {f"diag/grad_norm/{k}": v for k, v in gradient_norm_stats(critic, real, fake, self.seed, step).items()}
+        out = {
+            f"diag/grad_norm/{k}": v
+            for k, v in gradient_norm_stats(critic, real, fake, self.seed, step).items()
+        }
         out["diag/lipschitz_estimate"] = max(
             empirical_lipschitz(critic, real, fake),
             empirical_lipschitz(critic, real, np.roll(real, 1, axis=0)),
@@ -202,6 +223,13 @@ class Probe:
             from lipgan.metrics.toy import toy_metrics
 
             n = self.toy_samples
-            reals = np.concatenate([np.asarray(next(self.batches)) for _ in range(-(-n // len(real)))])[:n]
-            out.update({f"toy/{k}": v for k, v in toy_metrics(self.toy_set, self.fake(n, step), reals).items()})
+            reals = np.concatenate(
+                [np.asarray(next(self.batches)) for _ in range(-(-n // len(real)))]
+            )[:n]
+            out.update(
+                {
+                    f"toy/{k}": v
+                    for k, v in toy_metrics(self.toy_set, self.fake(n, step), reals).items()
+                }
+            )
         return out

@@ -54,7 +54,11 @@ class LoopResult(NamedTuple):
         """The first non-finite term in computation order, e.g. ``penalty (critic update 2 of 5)``."""
         counts = self.nonfinite.numpy()
         n_critic = (len(counts) - len(GENERATOR_TERMS)) // len(CRITIC_TERMS)
-        names = [f"{term} (critic update {u + 1} of {n_critic})" for u in range(n_critic) for term in CRITIC_TERMS]
+        names = [
+            f"{term} (critic update {u + 1} of {n_critic})"
+            for u in range(n_critic)
+            for term in CRITIC_TERMS
+        ]
         names += list(GENERATOR_TERMS)
         return next((name for name, count in zip(names, counts) if count > 0), None)
 
@@ -231,7 +235,11 @@ class WGAN:
         variables = self.critic.trainable_variables
         grads = zeros_for_none(tape.gradient(loss, variables), variables)
         wasserstein = self.average(d_real - d_fake)
-        metrics = {"critic_loss": loss, "wasserstein": wasserstein, "penalty": self.average(penalty)}
+        metrics = {
+            "critic_loss": loss,
+            "wasserstein": wasserstein,
+            "penalty": self.average(penalty),
+        }
         health = tf.stack([nonfinite(wasserstein), nonfinite(penalty), nonfinite(*grads)])
         return grads, metrics, health
 
@@ -281,7 +289,9 @@ class WGAN:
         def pipeline(context: tf.distribute.InputContext) -> tf.data.Dataset:
             local = self.num_replicas // context.num_input_pipelines
             first = context.input_pipeline_id * local * b
-            rows = dataset.map(lambda x: tf.reshape(x[first : first + local * b], [local, b, *shape]))
+            rows = dataset.map(
+                lambda x: tf.reshape(x[first : first + local * b], [local, b, *shape])
+            )
             return rows.unbatch()  # consecutive elements go to consecutive local replicas
 
         options = tf.distribute.InputOptions(experimental_fetch_to_device=True)
@@ -306,11 +316,15 @@ class WGAN:
             # (with an XLA-compiled replica function, a per-iteration read could see the update).
             start = self.iteration.read_value()
             metrics = {k: tf.constant(0.0) for k in METRICS}
-            health = tf.zeros([self.config.n_critic * len(CRITIC_TERMS) + len(GENERATOR_TERMS)], tf.int32)
+            health = tf.zeros(
+                [self.config.n_critic * len(CRITIC_TERMS) + len(GENERATOR_TERMS)], tf.int32
+            )
             completed = tf.constant(0, tf.int64)
             for i in tf.range(num_iterations):
                 reals = tuple(next(iterator) for _ in range(self.config.n_critic))
-                metrics, health = self._reduce(self.strategy.run(replica_fn, args=(reals, start + i)))
+                metrics, health = self._reduce(
+                    self.strategy.run(replica_fn, args=(reals, start + i))
+                )
                 completed = i + 1
                 if tf.reduce_any(health > 0):
                     break  # stop at the first non-finite iteration: the host reports it

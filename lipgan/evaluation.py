@@ -28,7 +28,10 @@ GENERATE_BATCH = 512
 def generate(wgan, n: int, seed: int) -> np.ndarray:
     """``n`` samples of the generator from a fixed noise (same ``seed`` ⇒ same samples)."""
     z = tf.random.stateless_normal([n, *wgan.latent_shape], seed=[seed, SAMPLE_STREAM])
-    out = [wgan.generator(z[i : i + GENERATE_BATCH], training=False) for i in range(0, n, GENERATE_BATCH)]
+    out = [
+        wgan.generator(z[i : i + GENERATE_BATCH], training=False)
+        for i in range(0, n, GENERATE_BATCH)
+    ]
     return np.concatenate([np.asarray(o, np.float32) for o in out])
 
 
@@ -55,8 +58,15 @@ def critic_wasserstein(critic, real: np.ndarray, fake: np.ndarray) -> float:
     return float(scores(real).mean() - scores(fake).mean())
 
 
-def evaluate(wgan, dataset, *, seed: int, batch_size: int, num_samples: int = 2048,
-             inception_weights: str | None = None) -> dict:
+def evaluate(
+    wgan,
+    dataset,
+    *,
+    seed: int,
+    batch_size: int,
+    num_samples: int = 2048,
+    inception_weights: str | None = None,
+) -> dict:
     """All metrics that apply to this run's data, as a flat ``{'eval/...': float}`` dict."""
     fake = generate(wgan, num_samples, seed)
     real = real_samples(dataset, num_samples, batch_size, seed)

@@ -158,7 +158,8 @@ def load_registry(disabled: Iterable[str] | None = None) -> Discovery:
                 failures.append(PluginFailure(impl.plugin_name, source, error))
     for failure in failures:
         registry.mark_unavailable(
-            failure.plugin, f"plugin {failure.plugin!r} ({failure.source}) failed to load: {failure.error}"
+            failure.plugin,
+            f"plugin {failure.plugin!r} ({failure.source}) failed to load: {failure.error}",
         )
     for name in blocked:
         registry.mark_unavailable(

@@ -37,7 +37,9 @@ class Progress:
         """After every compiled call; plain output waits for :meth:`log`."""
 
     def log(self, step: int, metrics: dict, keys) -> None:
-        self.write(f"step {step}/{self.total}  {format_metrics(metrics, keys)}  {self.rate(step):.1f} it/s")
+        self.write(
+            f"step {step}/{self.total}  {format_metrics(metrics, keys)}  {self.rate(step):.1f} it/s"
+        )
 
     def message(self, text: str) -> None:
         self.write(text)
@@ -65,8 +67,15 @@ class Bar(Progress):
         from tqdm import tqdm
 
         super().start(total, initial)
-        self.bar = tqdm(total=total, initial=initial, unit="it", file=self.file, dynamic_ncols=True,
-                        desc="train", smoothing=0.1)
+        self.bar = tqdm(
+            total=total,
+            initial=initial,
+            unit="it",
+            file=self.file,
+            dynamic_ncols=True,
+            desc="train",
+            smoothing=0.1,
+        )
 
     def update(self, step: int, metrics: dict | None) -> None:
         if self.bar is None:

@@ -112,7 +112,9 @@ class Registry:
         except KeyError:
             known = ", ".join(self.names(kind))
             if name in self.unavailable:
-                raise ConfigError(f"{kind} {name!r} is unavailable: {self.unavailable[name]}") from None
+                raise ConfigError(
+                    f"{kind} {name!r} is unavailable: {self.unavailable[name]}"
+                ) from None
             raise ConfigError(f"unknown {kind} {name!r}; known: {known}") from None
 
     def kind_of(self, name: str) -> str | None:

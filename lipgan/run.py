@@ -62,8 +62,12 @@ class Experiment:
 
     def evaluate(self, num_samples: int | None = None) -> dict:
         return evaluation.evaluate(
-            self.wgan, self.dataset, seed=self.seed, batch_size=self.global_batch_size,
-            num_samples=num_samples or self.eval_samples, inception_weights=self.inception_weights,
+            self.wgan,
+            self.dataset,
+            seed=self.seed,
+            batch_size=self.global_batch_size,
+            num_samples=num_samples or self.eval_samples,
+            inception_weights=self.inception_weights,
         )
 
     def samples(self, n: int) -> np.ndarray:
@@ -73,8 +77,9 @@ class Experiment:
         real = None
         if self.wgan.data_shape == (2,):
             real = evaluation.real_samples(self.dataset, n, self.global_batch_size, self.seed)
-        return evaluation.render(self.wgan, self.samples(n), real,
-                                 title=f"step {int(self.wgan.iteration.numpy())}")
+        return evaluation.render(
+            self.wgan, self.samples(n), real, title=f"step {int(self.wgan.iteration.numpy())}"
+        )
 
     def restore(self, run_dir: str | Path, warn: Callable[[str], None]) -> int:
         """Load the latest readable checkpoint of ``run_dir`` (models only) for eval/sample."""
@@ -134,12 +139,18 @@ def train(
     _check(steps, "steps", lambda v: v >= 1, "must be >= 1")
     _check(steps_per_execution, "steps_per_execution", lambda v: v >= 1, "must be >= 1")
     _check(log_every, "log_every", lambda v: v >= 1, "must be >= 1")
-    for name, value in [("checkpoint_every", checkpoint_every), ("diagnostics_every", diagnostics_every),
-                        ("eval_every", eval_every), ("histogram_every", histogram_every)]:
+    for name, value in [
+        ("checkpoint_every", checkpoint_every),
+        ("diagnostics_every", diagnostics_every),
+        ("eval_every", eval_every),
+        ("histogram_every", histogram_every),
+    ]:
         _check(value, name, lambda v: v >= 0, "must be >= 0 (0 = off)")
     _check(eval_samples, "eval_samples", lambda v: v >= 2, "must be >= 2")
     if not isinstance(constraint, Constraint):
-        raise ConfigError(f"train.constraint must be a constraint, e.g. @gradient_penalty(); got {constraint!r}")
+        raise ConfigError(
+            f"train.constraint must be a constraint, e.g. @gradient_penalty(); got {constraint!r}"
+        )
     if not isinstance(strategy, StrategyPlugin):
         raise ConfigError(f"train.strategy must be a strategy, e.g. @default(); got {strategy!r}")
 
@@ -162,20 +173,40 @@ def train(
         data_shape=data.element_spec.shape[1:],
         config=config,
     )
-    experiment = Experiment(wgan, dataset, strategy, tf_strategy, seed, global_batch_size,
-                            eval_samples, inception_weights)
+    experiment = Experiment(
+        wgan,
+        dataset,
+        strategy,
+        tf_strategy,
+        seed,
+        global_batch_size,
+        eval_samples,
+        inception_weights,
+    )
     if build_only:
         return experiment
     progress = progress or Progress(log or print)
     loop = TrainingLoop(
-        experiment, data, progress,
-        steps=steps, steps_per_execution=steps_per_execution, log_every=log_every,
-        checkpoint_every=checkpoint_every, diagnostics_every=diagnostics_every,
-        eval_every=eval_every, histogram_every=histogram_every, checkpoint_input=checkpoint_input,
+        experiment,
+        data,
+        progress,
+        steps=steps,
+        steps_per_execution=steps_per_execution,
+        log_every=log_every,
+        checkpoint_every=checkpoint_every,
+        diagnostics_every=diagnostics_every,
+        eval_every=eval_every,
+        histogram_every=histogram_every,
+        checkpoint_input=checkpoint_input,
     )
-    return loop.run(run_dir, force=force, max_checkpoints=max_checkpoints,
-                    plot_samples=plot_samples, config_text=gin.config_str(),
-                    operative_config=gin.operative_config_str)
+    return loop.run(
+        run_dir,
+        force=force,
+        max_checkpoints=max_checkpoints,
+        plot_samples=plot_samples,
+        config_text=gin.config_str(),
+        operative_config=gin.operative_config_str,
+    )
 
 
 @dataclasses.dataclass
@@ -204,8 +235,13 @@ class TrainingLoop:
     def next_chunk(self, done: int) -> int:
         """Iterations until the next interval boundary (or the end), at most steps_per_execution."""
         chunk = min(self.steps_per_execution, self.steps - done)
-        for every in (self.log_every, self.checkpoint_every, self.diagnostics_every,
-                      self.eval_every, self.histogram_every):
+        for every in (
+            self.log_every,
+            self.checkpoint_every,
+            self.diagnostics_every,
+            self.eval_every,
+            self.histogram_every,
+        ):
             if every:
                 chunk = min(chunk, every - done % every)
         return chunk
@@ -218,15 +254,18 @@ class TrainingLoop:
         rundir = RunDir(run_dir)
         differences = rundir.check(config_text, force) if chief else []
         saved_input = self.checkpoint_input and checkpointable(self.iterator)
-        self.checkpoint = RunCheckpoint(run_dir, self.wgan, self.iterator if saved_input else None,
-                                        max_checkpoints)
+        self.checkpoint = RunCheckpoint(
+            run_dir, self.wgan, self.iterator if saved_input else None, max_checkpoints
+        )
         start = self.checkpoint.restore(warn)
         if start and not self.checkpoint.input_restored:
             # The input stream is a deterministic function of the seed: replaying it to where the
             # checkpoint was taken is exact, at the cost of reading the skipped batches once.
             consumed = start * self.wgan.config.n_critic
-            self.progress.message(f"fast-forwarding the input pipeline by {consumed} batches (this "
-                                  "strategy's input iterator cannot be checkpointed)")
+            self.progress.message(
+                f"fast-forwarding the input pipeline by {consumed} batches (this "
+                "strategy's input iterator cannot be checkpointed)"
+            )
             # A new pipeline, not a second iterator over ``self.data``: with
             # reshuffle_each_iteration, every iterator of one dataset object shuffles differently.
             exp = self.experiment
@@ -241,7 +280,9 @@ class TrainingLoop:
             rundir.begin(config_text, start, replaced=bool(differences))
             self.rundir = rundir
             if differences:
-                self.progress.message(f"--force: continuing with a changed config ({differences[0]}, ...)")
+                self.progress.message(
+                    f"--force: continuing with a changed config ({differences[0]}, ...)"
+                )
         if start:
             self.progress.message(f"resumed from {self.checkpoint.latest} at step {start}")
         return start
@@ -250,13 +291,23 @@ class TrainingLoop:
         if self.rundir is not None:
             self.checkpoint.save(done, warn)
 
-    def run(self, run_dir, *, force: bool, max_checkpoints: int, plot_samples: int,
-            config_text: str, operative_config: Callable[[], str]) -> dict:
+    def run(
+        self,
+        run_dir,
+        *,
+        force: bool,
+        max_checkpoints: int,
+        plot_samples: int,
+        config_text: str,
+        operative_config: Callable[[], str],
+    ) -> dict:
         start = self.open(run_dir, force, max_checkpoints, config_text)
         done, last = start, {}
         if start >= self.steps:
-            self.progress.message(f"already trained to step {start} (train.steps={self.steps}); "
-                                  "raise train.steps to continue")
+            self.progress.message(
+                f"already trained to step {start} (train.steps={self.steps}); "
+                "raise train.steps to continue"
+            )
         try:
             with StopRequests(self.progress.message) as stop:
                 self.progress.start(self.steps, start)
@@ -264,9 +315,13 @@ class TrainingLoop:
                     done, last = self.advance(done)
                     if self.wgan.any_worker(stop.requested):
                         self.save(done)
-                        where = f"; resume with `lipgan run --resume {run_dir}`" if self.rundir else ""
-                        raise Interrupted(f"{stop.name or 'a signal'} at step {done}: checkpoint "
-                                          f"saved{where}", 128 + (stop.signum or 2))
+                        where = (
+                            f"; resume with `lipgan run --resume {run_dir}`" if self.rundir else ""
+                        )
+                        raise Interrupted(
+                            f"{stop.name or 'a signal'} at step {done}: checkpoint saved{where}",
+                            128 + (stop.signum or 2),
+                        )
                 self.progress.close()
             self.save(done)
             if self.rundir is not None:
@@ -292,7 +347,11 @@ class TrainingLoop:
             kept = self.checkpoint.latest if self.rundir is not None else None
             raise NonFiniteLossError(
                 f"non-finite {bad} at step {done}; "
-                + (f"the last good checkpoint {kept} is kept; " if kept else "no checkpoint was written; ")
+                + (
+                    f"the last good checkpoint {kept} is kept; "
+                    if kept
+                    else "no checkpoint was written; "
+                )
                 + "lower the learning rate or check the data and the constraint"
             )
         metrics = {k: float(v) for k, v in result.metrics.items()}
@@ -313,7 +372,9 @@ class TrainingLoop:
                 if png:
                     self.rundir.log_image(done, "samples", png)
             if due(self.histogram_every):
-                self.rundir.log_histograms(done, {"critic": self.wgan.critic, "generator": self.wgan.generator})
+                self.rundir.log_histograms(
+                    done, {"critic": self.wgan.critic, "generator": self.wgan.generator}
+                )
             if logged:
                 self.rundir.log_metrics(done, logged)
         return done, metrics
@@ -325,5 +386,7 @@ class TrainingLoop:
             exp = self.experiment
             # Its own data stream (another seed): probing must not consume training batches.
             data = exp.dataset(exp.global_batch_size, exp.seed + 1)
-            self.probe = Probe(self.wgan, data, exp.seed, getattr(exp.dataset, "dataset_name", None))
+            self.probe = Probe(
+                self.wgan, data, exp.seed, getattr(exp.dataset, "dataset_name", None)
+            )
         return self.probe(done)

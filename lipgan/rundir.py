@@ -32,11 +32,21 @@ SAMPLES = "samples.png"
 
 #: Bindings that may differ when a run is resumed: they change how long or how verbosely it
 #: trains, never what a step computes.
-RESUMABLE = frozenset({
-    "train.steps", "train.log_every", "train.checkpoint_every", "train.max_checkpoints",
-    "train.diagnostics_every", "train.eval_every", "train.eval_samples", "train.histogram_every",
-    "train.plot_samples", "train.inception_weights", "train.checkpoint_input",
-})
+RESUMABLE = frozenset(
+    {
+        "train.steps",
+        "train.log_every",
+        "train.checkpoint_every",
+        "train.max_checkpoints",
+        "train.diagnostics_every",
+        "train.eval_every",
+        "train.eval_samples",
+        "train.histogram_every",
+        "train.plot_samples",
+        "train.inception_weights",
+        "train.checkpoint_input",
+    }
+)
 
 _BINDING = re.compile(r"^(?P<key>[\w./]+)\s*=\s*(?P<value>.*)$")
 
@@ -49,7 +59,9 @@ def check_location(path: Path) -> None:
     while not existing.exists():
         existing = existing.parent
     if not existing.is_dir():
-        raise RunDirError(f"run dir {path} cannot be created: {existing} is a file; choose another --run-dir")
+        raise RunDirError(
+            f"run dir {path} cannot be created: {existing} is a file; choose another --run-dir"
+        )
     try:
         with tempfile.TemporaryFile(dir=existing):
             pass
@@ -129,8 +141,11 @@ class RunDir:
         _atomic_write(config, config_text)
         metrics = self.file(METRICS)
         if metrics.is_file():
-            kept = [ln for ln in metrics.read_text().splitlines()
-                    if ln.strip() and json.loads(ln).get("step", 0) <= start]
+            kept = [
+                ln
+                for ln in metrics.read_text().splitlines()
+                if ln.strip() and json.loads(ln).get("step", 0) <= start
+            ]
             _atomic_write(metrics, "".join(f"{ln}\n" for ln in kept))
         self._metrics = open(metrics, "a")  # noqa: SIM115 - closed in close()
         self.summary = tf.summary.create_file_writer(str(self.file(TENSORBOARD)))

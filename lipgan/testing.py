@@ -111,7 +111,9 @@ def check_gin_configurable(cls, kwargs=None) -> None:
     from lipgan.registry import Registry
 
     kwargs = dict(kwargs or {})
-    assert isinstance(cls, type) and issubclass(cls, Constraint), f"{cls!r} is not a lipgan.Constraint"
+    assert isinstance(cls, type) and issubclass(cls, Constraint), (
+        f"{cls!r} is not a lipgan.Constraint"
+    )
     registry = Registry()
     try:
         registry.add("constraint", cls, plugin="conformance", source="lipgan.testing")
@@ -191,7 +193,10 @@ def check_after_update_idempotent(constraint, data_shape=(2,), critic_factory=sm
     constraint.after_update(critic)
     for v, before in zip(critic.trainable_variables, once):
         np.testing.assert_allclose(
-            v.numpy(), before, rtol=1e-6, atol=1e-7,
+            v.numpy(),
+            before,
+            rtol=1e-6,
+            atol=1e-7,
             err_msg=f"after_update is not idempotent on {v.path}",
         )
 
@@ -215,7 +220,9 @@ def check_compiled(constraint, data_shape=(2,), critic_factory=small_critic, xla
         try:
             got = compiled(real, fake).numpy()
         except Exception as exc:  # noqa: BLE001 - report which mode broke
-            raise AssertionError(f"penalty fails under {mode}: {type(exc).__name__}: {exc}") from exc
+            raise AssertionError(
+                f"penalty fails under {mode}: {type(exc).__name__}: {exc}"
+            ) from exc
         np.testing.assert_allclose(
             got, eager, rtol=1e-4, atol=1e-5, err_msg=f"penalty differs under {mode}"
         )
@@ -264,7 +271,10 @@ def replica_probes(specs, counts=REPLICA_COUNTS, data_shape=(2,), critic_factory
     procs = {
         n: subprocess.Popen(
             [sys.executable, "-m", "lipgan.testing", json.dumps({**request, "replicas": n})],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
             cwd=tempfile.gettempdir(),
         )
         for n in counts
@@ -305,7 +315,10 @@ def assert_same_probe(base: dict, other: dict, where: str) -> None:
         assert base["penalty"] is other["penalty"] is None, f"{where}: penalty None on one only"
     else:
         np.testing.assert_allclose(
-            other["penalty"], base["penalty"], rtol=1e-4, atol=1e-5,
+            other["penalty"],
+            base["penalty"],
+            rtol=1e-4,
+            atol=1e-5,
             err_msg=f"{where}: per-example penalties differ",
         )
     np.testing.assert_allclose(
@@ -317,7 +330,9 @@ def assert_same_probe(base: dict, other: dict, where: str) -> None:
         )
 
 
-def check_replica_invariance(cls, kwargs=None, data_shape=(2,), critic_factory=small_critic) -> None:
+def check_replica_invariance(
+    cls, kwargs=None, data_shape=(2,), critic_factory=small_critic
+) -> None:
     """Penalty values and all-reduced critic gradients agree on 1 and 2 mirrored logical CPUs."""
     check_replica_invariance_many([(cls, kwargs)], data_shape, critic_factory)
 
@@ -359,6 +374,7 @@ def _probe(request: dict) -> list[dict]:
             data_shape=data_shape,
             config=StepConfig(global_batch_size=BATCH, n_critic=1, seed=0),
         )
+
         def penalty_fn(pair, wgan=wgan, constraint=constraint):
             out = constraint.penalty(wgan.critic, pair[0], pair[1], wgan.context(0, 0))
             return tf.zeros([0]) if out is None else tf.cast(out, tf.float32)
@@ -366,17 +382,20 @@ def _probe(request: dict) -> list[dict]:
         local = strategy.experimental_local_results(strategy.run(penalty_fn, args=(pairs,)))
         values = np.concatenate([t.numpy() for t in local]).tolist()
         grads, loss = wgan.critic_gradients(real)
-        results.append({
-            "penalty": values if len(values) else None,
-            "loss": float(loss),
-            "grads": [np.asarray(g).ravel().tolist() for g in grads],
-        })
+        results.append(
+            {
+                "penalty": values if len(values) else None,
+                "loss": float(loss),
+                "grads": [np.asarray(g).ravel().tolist() for g in grads],
+            }
+        )
     return results
 
 
 # -- pytest mix-in and all-in-one ---------------------------------------------------------------
-def check_constraint(cls, kwargs=None, *, data_shape=(2,), critic_factory=small_critic,
-                     xla=True, replicas=True) -> None:
+def check_constraint(
+    cls, kwargs=None, *, data_shape=(2,), critic_factory=small_critic, xla=True, replicas=True
+) -> None:
     """Run every conformance check on ``cls`` (constructed with ``kwargs``)."""
     check_gin_configurable(cls, kwargs)
     check_penalty(cls(**(kwargs or {})), data_shape, critic_factory)

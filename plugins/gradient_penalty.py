@@ -43,7 +43,9 @@ class GradientPenalty(Constraint):
     """λ·(‖∇D(x̂)‖ − target)² at random interpolates x̂ (two-sided; ``one_sided`` penalizes only > target)."""
 
     name = "gradient_penalty"
-    description = "WGAN-GP: weight·(‖∇D(x̂)‖ − target)² at random interpolates (Gulrajani et al. 2017)."
+    description = (
+        "WGAN-GP: weight·(‖∇D(x̂)‖ − target)² at random interpolates (Gulrajani et al. 2017)."
+    )
 
     def __init__(
         self,

@@ -18,7 +18,9 @@ class SpectralNorm(Constraint):
     """Normalize each Dense/Conv kernel of the critic by its largest singular value."""
 
     name = "spectral_norm"
-    description = "Divide every Dense/Conv kernel by its spectral norm (SN-GAN, Miyato et al. 2018)."
+    description = (
+        "Divide every Dense/Conv kernel by its spectral norm (SN-GAN, Miyato et al. 2018)."
+    )
 
     def __init__(self, power_iterations: int = 1):
         if power_iterations < 1:

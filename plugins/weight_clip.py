@@ -14,7 +14,9 @@ class WeightClip(Constraint):
     """Clip every critic variable to [-c, c] after each critic update."""
 
     name = "weight_clip"
-    description = "Clip every critic weight to [-c, c] after each update (WGAN, Arjovsky et al. 2017)."
+    description = (
+        "Clip every critic weight to [-c, c] after each update (WGAN, Arjovsky et al. 2017)."
+    )
 
     def __init__(self, c: float = 0.01):
         if not c > 0:

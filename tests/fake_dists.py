@@ -29,11 +29,11 @@ def lipgan_register_constraints(register):
     register({cls})
 '''
 
-BROKEN_IMPORT = '''
+BROKEN_IMPORT = """
 raise ImportError("needs the missing package frobnicate")
-'''
+"""
 
-RAISING_HOOK = '''
+RAISING_HOOK = """
 from lipgan import Constraint, hookimpl
 
 class HalfDone(Constraint):
@@ -43,7 +43,7 @@ class HalfDone(Constraint):
 def lipgan_register_constraints(register):
     register(HalfDone)
     raise RuntimeError("boom in hook")
-'''
+"""
 
 
 def make_dist(root: Path, dist: str, version: str, plugin: str, module: str, source: str) -> Path:
@@ -57,11 +57,18 @@ def make_dist(root: Path, dist: str, version: str, plugin: str, module: str, sou
     return root
 
 
-def good(root: Path, dist="lipgan-fake-good", version="1.2.3", name="fake_good", module="fake_good_plugin"):
+def good(
+    root: Path,
+    dist="lipgan-fake-good",
+    version="1.2.3",
+    name="fake_good",
+    module="fake_good_plugin",
+):
     cls = "".join(p.title() for p in name.split("_"))
     return make_dist(root, dist, version, name, module, GOOD_PLUGIN.format(cls=cls, name=name))
 
-STRATEGY_PLUGIN = '''
+
+STRATEGY_PLUGIN = """
 import tensorflow as tf
 from lipgan import StrategyPlugin, hookimpl
 
@@ -74,4 +81,4 @@ class OneDevice(StrategyPlugin):
 @hookimpl
 def lipgan_register_strategies(register):
     register(OneDevice)
-'''
+"""

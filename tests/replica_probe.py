@@ -77,7 +77,11 @@ def main():
     for name in CONSTRAINTS:
         wgan = build(name)
         grads, loss = wgan.critic_gradients(tf.constant(data[:GLOBAL_BATCH]), step=3, phase=1)
-        ds = tf.data.Dataset.from_tensor_slices(data).batch(GLOBAL_BATCH, drop_remainder=True).repeat()
+        ds = (
+            tf.data.Dataset.from_tensor_slices(data)
+            .batch(GLOBAL_BATCH, drop_remainder=True)
+            .repeat()
+        )
         metrics = wgan.run(wgan.distribute(ds), ITERATIONS)
         naive_grads, _ = build(name, PerReplicaMean).critic_gradients(
             tf.constant(data[:GLOBAL_BATCH]), step=3, phase=1

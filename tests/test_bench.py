@@ -10,13 +10,27 @@ from lipgan.bench import harness
 from lipgan.cli import cli
 from lipgan.errors import ConfigError
 
-TINY = ["--model", "toy", "--batch", "toy=8", "--repetitions", "1", "--min-rep-seconds", "0",
-        "--steps-per-execution", "1", "--n-critic", "1"]
+TINY = [
+    "--model",
+    "toy",
+    "--batch",
+    "toy=8",
+    "--repetitions",
+    "1",
+    "--min-rep-seconds",
+    "0",
+    "--steps-per-execution",
+    "1",
+    "--n-critic",
+    "1",
+]
 
 
 def test_parse_spec_reads_python_literals():
     assert harness.parse_spec("gradient_penalty:fast_relu=True,every=16") == (
-        "gradient_penalty", {"fast_relu": True, "every": 16})
+        "gradient_penalty",
+        {"fast_relu": True, "every": 16},
+    )
     assert harness.parse_spec("none") == ("none", {})
     with pytest.raises(ConfigError):
         harness.parse_spec("gradient_penalty:every")
@@ -35,51 +49,91 @@ def test_default_constraints_cover_the_registry_and_gp_variants():
 def test_bench_smoke(tmp_path):
     out = tmp_path / "bench"
     result = CliRunner().invoke(
-        cli, ["bench", *TINY, "--constraint", "none", "--constraint", "gradient_penalty:every=2",
-              "--out", str(out)])
+        cli,
+        [
+            "bench",
+            *TINY,
+            "--constraint",
+            "none",
+            "--constraint",
+            "gradient_penalty:every=2",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     payload = json.loads((out / "results.json").read_text())
     assert payload["machine"]["tensorflow"] and payload["command"].startswith("lipgan bench")
     records = payload["records"]
     seen = {(r["constraint"], r["measurement"]) for r in records}
     assert seen == {
-        ("none", "critic_step"), ("none", "iteration"),
-        ("gradient_penalty:every=2", "penalty"), ("gradient_penalty:every=2", "critic_step"),
-        ("gradient_penalty:every=2", "iteration"), (harness.KERAS_IO, "iteration"),
+        ("none", "critic_step"),
+        ("none", "iteration"),
+        ("gradient_penalty:every=2", "penalty"),
+        ("gradient_penalty:every=2", "critic_step"),
+        ("gradient_penalty:every=2", "iteration"),
+        (harness.KERAS_IO, "iteration"),
     }
     for r in records:
         assert r["examples_per_s"] > 0 and r["repetitions"] == 1
         assert r["time_ratio_vs_none"] is not None  # every row has its unconstrained reference
-    gp_iteration = next(r for r in records if r["constraint"].startswith("gradient") and r["measurement"] == "iteration")
+    gp_iteration = next(
+        r
+        for r in records
+        if r["constraint"].startswith("gradient") and r["measurement"] == "iteration"
+    )
     assert gp_iteration["speedup_vs_keras_io"] is not None
-    none_step = next(r for r in records if r["constraint"] == "none" and r["measurement"] == "critic_step")
+    none_step = next(
+        r for r in records if r["constraint"] == "none" and r["measurement"] == "critic_step"
+    )
     assert none_step["flops_per_call"] > 0 and none_step["time_ratio_vs_none"] == pytest.approx(1.0)
     assert "| default | toy | 8 | function |" in (out / "results.md").read_text()
     assert (out / "chart.png").stat().st_size > 0
 
 
 def test_bench_rejects_unknown_constraint_in_one_line(tmp_path):
-    result = CliRunner().invoke(cli, ["bench", *TINY, "--constraint", "nope", "--out", str(tmp_path)])
+    result = CliRunner().invoke(
+        cli, ["bench", *TINY, "--constraint", "nope", "--out", str(tmp_path)]
+    )
     assert result.exit_code == 1
-    assert "unknown constraint 'nope'" in result.output and len(result.output.strip().splitlines()) == 1
+    assert (
+        "unknown constraint 'nope'" in result.output
+        and len(result.output.strip().splitlines()) == 1
+    )
 
 
 @pytest.mark.slow
 def test_bench_mirrored_runs_in_a_child_process(tmp_path):
-    cfg = harness.BenchConfig(models=["toy"], constraints=["none"], strategies=["mirrored:logical_cpus=2"],
-                              batches={"toy": [8]}, measurements=["critic_step"], keras_io=False,
-                              repetitions=1, min_rep_seconds=0, count_flops=False)
+    cfg = harness.BenchConfig(
+        models=["toy"],
+        constraints=["none"],
+        strategies=["mirrored:logical_cpus=2"],
+        batches={"toy": [8]},
+        measurements=["critic_step"],
+        keras_io=False,
+        repetitions=1,
+        min_rep_seconds=0,
+        count_flops=False,
+    )
     records = harness.run(cfg, log=lambda line: None)
     assert [(r["strategy"], r["replicas"]) for r in records] == [("mirrored:logical_cpus=2", 2)]
 
 
 @pytest.mark.slow
 def test_bench_eager_and_xla_modes_run():
-    cfg = harness.BenchConfig(models=["toy"], constraints=["none", "gradient_penalty:fast_relu=True"],
-                              modes=["eager", "xla"], batches={"toy": [8]},
-                              measurements=["penalty", "critic_step", "iteration"], keras_io=True,
-                              repetitions=1, min_rep_seconds=0, n_critic=1, steps_per_execution=1,
-                              count_flops=False)
+    cfg = harness.BenchConfig(
+        models=["toy"],
+        constraints=["none", "gradient_penalty:fast_relu=True"],
+        modes=["eager", "xla"],
+        batches={"toy": [8]},
+        measurements=["penalty", "critic_step", "iteration"],
+        keras_io=True,
+        repetitions=1,
+        min_rep_seconds=0,
+        n_critic=1,
+        steps_per_execution=1,
+        count_flops=False,
+    )
     records = harness.run(cfg, log=lambda line: None)
     modes = {(r["mode"], r["constraint"], r["measurement"]) for r in records}
     for mode in ("eager", "xla"):

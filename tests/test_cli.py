@@ -11,7 +11,13 @@ from lipgan.config import shipped_configs
 TOY_CONFIGS = sorted(name for name in shipped_configs() if "toy" in name)
 IMAGE_SMOKE = {
     # Image configs run their whole pipeline on mock data, at a tiny global batch.
-    "wgangp_tpu.gin": ["--strategy", "mirrored", "--mock-data", "--bind", "train.global_batch_size=8"],
+    "wgangp_tpu.gin": [
+        "--strategy",
+        "mirrored",
+        "--mock-data",
+        "--bind",
+        "train.global_batch_size=8",
+    ],
 }
 
 
@@ -41,8 +47,18 @@ def test_every_shipped_config_is_covered():
 def test_shipped_config_runs_two_steps(tmp_path, name):
     run_dir = tmp_path / "run"
     extra = IMAGE_SMOKE.get(name, [])
-    result = invoke("run", "--gin", f"gin/{name}", "--bind", "train.steps=2",
-                    "--bind", "train.log_every=1", "--run-dir", str(run_dir), *extra)
+    result = invoke(
+        "run",
+        "--gin",
+        f"gin/{name}",
+        "--bind",
+        "train.steps=2",
+        "--bind",
+        "train.log_every=1",
+        "--run-dir",
+        str(run_dir),
+        *extra,
+    )
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
@@ -56,9 +72,19 @@ def test_shipped_config_runs_two_steps(tmp_path, name):
 
 
 def test_default_run_uses_the_embedded_toy_config(tmp_path):
-    result = invoke("run", "--bind", "train.steps=1", "--bind", "train.global_batch_size=16",
-                    "--bind", "mlp_critic.width=8", "--bind", "mlp_generator.width=8",
-                    "--run-dir", str(tmp_path / "r"))
+    result = invoke(
+        "run",
+        "--bind",
+        "train.steps=1",
+        "--bind",
+        "train.global_batch_size=16",
+        "--bind",
+        "mlp_critic.width=8",
+        "--bind",
+        "mlp_generator.width=8",
+        "--run-dir",
+        str(tmp_path / "r"),
+    )
     assert result.exit_code == 0, result.output
     assert "lipgan_toy/8gaussians" in (tmp_path / "r" / "config.gin").read_text()
 
@@ -87,13 +113,19 @@ def test_unknown_parameter(tmp_path):
     assert_one_line_error(invoke("run", "--bind", "train.stepz=3"), "train", "stepz")
 
 
-@pytest.mark.parametrize("binding", ["train.constraint = @gradient_penalti()", "train.strategy = @mirored()"])
+@pytest.mark.parametrize(
+    "binding", ["train.constraint = @gradient_penalti()", "train.strategy = @mirored()"]
+)
 def test_unknown_plugin_name_in_gin_lists_known_ones(binding):
-    assert_one_line_error(invoke("run", "--bind", binding), "unknown configurable", "weight_clip", "mirrored")
+    assert_one_line_error(
+        invoke("run", "--bind", binding), "unknown configurable", "weight_clip", "mirrored"
+    )
 
 
 def test_unknown_strategy_flag_lists_known_ones():
-    assert_one_line_error(invoke("run", "--strategy", "tpuu"), "unknown strategy 'tpuu'", "default, mirrored")
+    assert_one_line_error(
+        invoke("run", "--strategy", "tpuu"), "unknown strategy 'tpuu'", "default, mirrored"
+    )
 
 
 @pytest.mark.parametrize("binding", ["train.steps", "train.steps=(", "=3"])
@@ -109,8 +141,15 @@ def test_tpu_config_without_tpu_says_so_and_suggests_strategy(tmp_path, monkeypa
 
 
 def test_unprepared_dataset_says_how_to_prepare_it(tmp_path):
-    result = invoke("run", "--bind", "dataset.name='cifar10'", "--bind", f"dataset.data_dir='{tmp_path}'",
-                    "--run-dir", str(tmp_path / "r"))
+    result = invoke(
+        "run",
+        "--bind",
+        "dataset.name='cifar10'",
+        "--bind",
+        f"dataset.data_dir='{tmp_path}'",
+        "--run-dir",
+        str(tmp_path / "r"),
+    )
     assert_one_line_error(result, "cifar10", "not prepared", str(tmp_path), "tfds build cifar10")
     assert not (tmp_path / "r").exists()
 
@@ -129,7 +168,9 @@ def test_shipped_config_found_by_name(tmp_path):
 
 
 def test_invalid_plugin_argument_is_one_line():
-    result = invoke("run", "--bind", "train.constraint=@weight_clip()", "--bind", "weight_clip.c=-1.0")
+    result = invoke(
+        "run", "--bind", "train.constraint=@weight_clip()", "--bind", "weight_clip.c=-1.0"
+    )
     assert_one_line_error(result, "weight_clip", "positive")
 
 
@@ -166,5 +207,7 @@ def test_plugins_can_be_blocked(monkeypatch):
     names = {p["name"] for p in payload["plugins"]}
     assert "weight_clip" not in names and "tpu" not in names and "gradient_penalty" in names
     assert payload["blocked"] == ["tpu", "weight_clip"]
-    result = invoke("run", "--bind", "train.constraint=@weight_clip()", "--disable-plugin", "weight_clip")
+    result = invoke(
+        "run", "--bind", "train.constraint=@weight_clip()", "--disable-plugin", "weight_clip"
+    )
     assert_one_line_error(result, "weight_clip")

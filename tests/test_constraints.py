@@ -115,7 +115,9 @@ def test_weight_clip_matches_keras_kernel_constraint():
                 kernel_constraint=lambda w: tf.clip_by_value(w, -0.05, 0.05),
                 bias_constraint=lambda w: tf.clip_by_value(w, -0.05, 0.05),
             )
-        return keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, **kw), keras.layers.Dense(1, **kw)])
+        return keras.Sequential(
+            [keras.Input((3,)), keras.layers.Dense(4, **kw), keras.layers.Dense(1, **kw)]
+        )
 
     results = []
     for constrained in (False, True):
@@ -123,7 +125,9 @@ def test_weight_clip_matches_keras_kernel_constraint():
         for _ in range(3):
             with tf.GradientTape() as tape:
                 loss = tf.reduce_sum(tf.square(model(x)))
-            opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+            opt.apply_gradients(
+                zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
+            )
             if not constrained:
                 clip.after_update(model)
         results.append([v.numpy() for v in model.trainable_variables])
@@ -132,8 +136,13 @@ def test_weight_clip_matches_keras_kernel_constraint():
 
 
 def spectral_norms(critic):
-    wrapped = [layer for layer in critic.layers if isinstance(layer, keras.layers.SpectralNormalization)]
-    return [np.linalg.svd(w.kernel.numpy().reshape(-1, w.kernel.shape[-1]), compute_uv=False)[0] for w in wrapped]
+    wrapped = [
+        layer for layer in critic.layers if isinstance(layer, keras.layers.SpectralNormalization)
+    ]
+    return [
+        np.linalg.svd(w.kernel.numpy().reshape(-1, w.kernel.shape[-1]), compute_uv=False)[0]
+        for w in wrapped
+    ]
 
 
 def test_spectral_norm_wraps_every_dense_layer_and_normalizes_it():
@@ -147,7 +156,9 @@ def test_spectral_norm_wraps_every_dense_layer_and_normalizes_it():
 
 
 def test_spectral_norm_holds_during_training():
-    wgan = tiny_wgan(SpectralNorm(power_iterations=1), critic_lr=1e-3, optimizer=keras.optimizers.Adam)
+    wgan = tiny_wgan(
+        SpectralNorm(power_iterations=1), critic_lr=1e-3, optimizer=keras.optimizers.Adam
+    )
     wgan.run(toy_iterator(wgan), 20)
     sigmas = spectral_norms(wgan.critic)
     assert len(sigmas) == 3

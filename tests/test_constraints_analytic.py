@@ -18,7 +18,9 @@ BATCH, DIM = 6, 3
 
 def linear_critic(w, b=0.5):
     critic = keras.Sequential([keras.Input(shape=(DIM,)), keras.layers.Dense(1)])
-    critic.layers[-1].set_weights([np.asarray(w, np.float32).reshape(DIM, 1), np.array([b], np.float32)])
+    critic.layers[-1].set_weights(
+        [np.asarray(w, np.float32).reshape(DIM, 1), np.array([b], np.float32)]
+    )
     return critic
 
 
@@ -28,8 +30,10 @@ def ctx(seed=0):
 
 def batches(seed=0):
     rng = np.random.default_rng(seed)
-    return (tf.constant(rng.normal(size=(BATCH, DIM)), tf.float32),
-            tf.constant(rng.normal(size=(BATCH, DIM)), tf.float32))
+    return (
+        tf.constant(rng.normal(size=(BATCH, DIM)), tf.float32),
+        tf.constant(rng.normal(size=(BATCH, DIM)), tf.float32),
+    )
 
 
 # ‖w‖ = 0.5 (gentle) and 2.0 (steep) exercise both sides of the target.
@@ -59,7 +63,12 @@ def test_dragan_perturbs_real_data_within_its_noise_scale():
 
 def test_dragan_penalizes_at_perturbed_real_points_not_fakes():
     # D(x) = ½‖x‖²-like critic has gradient x: the penalty depends on where it is evaluated.
-    critic = keras.Sequential([keras.Input(shape=(DIM,)), keras.layers.Lambda(lambda x: 0.5 * tf.reduce_sum(x * x, 1, keepdims=True))])
+    critic = keras.Sequential(
+        [
+            keras.Input(shape=(DIM,)),
+            keras.layers.Lambda(lambda x: 0.5 * tf.reduce_sum(x * x, 1, keepdims=True)),
+        ]
+    )
     real, fake = batches()
     got = Dragan(weight=1.0, noise_scale=0.0).penalty(critic, real, fake * 100, ctx()).numpy()
     expected = (np.linalg.norm(real.numpy(), axis=1) - 1) ** 2
@@ -107,8 +116,12 @@ def test_r1_gradient_reaches_the_critic_weights():
 
 @pytest.mark.parametrize(
     "cls, kwargs",
-    [(R1, {"gamma": -1}), (Dragan, {"noise_scale": -1}), (LipschitzPenalty, {"weight": -1}),
-     (GradientPenalty, {"drift": -0.1})],
+    [
+        (R1, {"gamma": -1}),
+        (Dragan, {"noise_scale": -1}),
+        (LipschitzPenalty, {"weight": -1}),
+        (GradientPenalty, {"drift": -0.1}),
+    ],
 )
 def test_negative_parameters_are_rejected(cls, kwargs):
     with pytest.raises(ValueError, match=">= 0"):

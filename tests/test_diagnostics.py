@@ -11,7 +11,9 @@ from lipgan import diagnostics
 
 def linear_critic(w, b=0.0):
     critic = keras.Sequential([keras.Input(shape=(len(w),)), keras.layers.Dense(1)])
-    critic.layers[0].set_weights([np.asarray(w, np.float32).reshape(-1, 1), np.array([b], np.float32)])
+    critic.layers[0].set_weights(
+        [np.asarray(w, np.float32).reshape(-1, 1), np.array([b], np.float32)]
+    )
     return critic
 
 
@@ -52,11 +54,18 @@ def test_empirical_lipschitz_is_a_lower_bound_reached_along_w():
 
 
 def test_spectral_norm_product_of_known_matrices():
-    assert diagnostics.spectral_norm_product(linear_critic([3.0, 4.0])) == pytest.approx(5.0, rel=1e-6)
-    critic = keras.Sequential([keras.Input(shape=(2,)), keras.layers.Dense(3, activation="relu"),
-                               keras.layers.Dense(1)])
-    critic.layers[0].set_weights([np.array([[2, 0, 0], [0, 1, 0]], np.float32), np.zeros(3, np.float32)])
-    critic.layers[1].set_weights([np.array([[0.5], [0], [-1.5]], np.float32), np.zeros(1, np.float32)])
+    assert diagnostics.spectral_norm_product(linear_critic([3.0, 4.0])) == pytest.approx(
+        5.0, rel=1e-6
+    )
+    critic = keras.Sequential(
+        [keras.Input(shape=(2,)), keras.layers.Dense(3, activation="relu"), keras.layers.Dense(1)]
+    )
+    critic.layers[0].set_weights(
+        [np.array([[2, 0, 0], [0, 1, 0]], np.float32), np.zeros(3, np.float32)]
+    )
+    critic.layers[1].set_weights(
+        [np.array([[0.5], [0], [-1.5]], np.float32), np.zeros(1, np.float32)]
+    )
     # sigma_max(W1) = 2, sigma_max(W2) = ||(0.5, 0, -1.5)|| = sqrt(2.5)
     assert diagnostics.spectral_norm_product(critic) == pytest.approx(2 * np.sqrt(2.5), rel=1e-6)
 
@@ -67,7 +76,9 @@ def test_spectral_norm_product_upper_bounds_the_empirical_estimate():
     keras.utils.set_random_seed(0)
     critic = mlp_critic((2,), width=32, depth=3)
     x, y = points(256, 0), points(256, 1)
-    assert diagnostics.empirical_lipschitz(critic, x, y) <= diagnostics.spectral_norm_product(critic)
+    assert diagnostics.empirical_lipschitz(critic, x, y) <= diagnostics.spectral_norm_product(
+        critic
+    )
 
 
 def test_conv_bound_holds():
@@ -77,7 +88,9 @@ def test_conv_bound_holds():
     bound = diagnostics.layer_spectral_norm(conv)
     conv.bias.assign(np.zeros(4))
     x = np.random.default_rng(0).normal(size=(32, 8, 8, 3)).astype(np.float32)
-    gains = np.linalg.norm(np.asarray(critic(x)).reshape(32, -1), axis=1) / np.linalg.norm(x.reshape(32, -1), axis=1)
+    gains = np.linalg.norm(np.asarray(critic(x)).reshape(32, -1), axis=1) / np.linalg.norm(
+        x.reshape(32, -1), axis=1
+    )
     assert gains.max() <= bound
 
 
@@ -96,8 +109,9 @@ def test_layer_gradient_norms_match_the_analytic_value():
     # L = mean D(fake) - mean D(real); dL/dh for the hidden output h is -w2/n on real rows and
     # +w2/n on fake rows, so its norm over the batch is ||w2|| * sqrt(2/n).
     n = 16
-    critic = keras.Sequential([keras.Input(shape=(2,)), keras.layers.Dense(3, activation="relu"),
-                               keras.layers.Dense(1)])
+    critic = keras.Sequential(
+        [keras.Input(shape=(2,)), keras.layers.Dense(3, activation="relu"), keras.layers.Dense(1)]
+    )
     w2 = np.array([[1.0], [2.0], [-2.0]], np.float32)
     critic.layers[1].set_weights([w2, np.zeros(1, np.float32)])
     norms = diagnostics.layer_gradient_norms(critic, points(n, 0), points(n, 1))
@@ -132,8 +146,15 @@ def test_train_writes_diagnostics_and_toy_metrics(tmp_path):
             strategy=DefaultStrategy(),
             critic_optimizer=lambda: keras.optimizers.Adam(1e-4),
             generator_optimizer=lambda: keras.optimizers.Adam(1e-4),
-            steps=5, global_batch_size=64, n_critic=1, steps_per_execution=5, log_every=5,
-            diagnostics_every=diagnostics_every, plot_samples=0, run_dir=str(run_dir), log=lambda line: None,
+            steps=5,
+            global_batch_size=64,
+            n_critic=1,
+            steps_per_execution=5,
+            log_every=5,
+            diagnostics_every=diagnostics_every,
+            plot_samples=0,
+            run_dir=str(run_dir),
+            log=lambda line: None,
         )
 
     probed = run(tmp_path, 2)
@@ -144,9 +165,17 @@ def test_train_writes_diagnostics_and_toy_metrics(tmp_path):
     assert [r["step"] for r in diag] == [2, 4]  # the chunks were cut at the diagnostics interval
     assert any("critic_loss" in r and r["step"] == 5 for r in records)
     last = diag[-1]
-    for key in ("diag/grad_norm/real/mean", "diag/grad_norm/fake/max", "diag/grad_norm/interp/frac_above_1",
-                "diag/lipschitz_estimate", "diag/layer_grad_norm/0", "diag/layer_grad_norm/1",
-                "toy/w1", "toy/modes_covered", "toy/high_quality_fraction"):
+    for key in (
+        "diag/grad_norm/real/mean",
+        "diag/grad_norm/fake/max",
+        "diag/grad_norm/interp/frac_above_1",
+        "diag/lipschitz_estimate",
+        "diag/layer_grad_norm/0",
+        "diag/layer_grad_norm/1",
+        "toy/w1",
+        "toy/modes_covered",
+        "toy/high_quality_fraction",
+    ):
         assert np.isfinite(last[key]), key
     assert last["diag/lipschitz_estimate"] <= last["diag/spectral_norm_product"]
     assert last["toy/num_modes"] == 8
@@ -158,5 +187,13 @@ def test_train_rejects_negative_diagnostics_interval():
     from lipgan.run import train
 
     with pytest.raises(ConfigError, match="diagnostics_every"):
-        train(dataset=None, critic=None, generator=None, constraint=None, strategy=None,
-              critic_optimizer=None, generator_optimizer=None, diagnostics_every=-1)
+        train(
+            dataset=None,
+            critic=None,
+            generator=None,
+            constraint=None,
+            strategy=None,
+            critic_optimizer=None,
+            generator_optimizer=None,
+            diagnostics_every=-1,
+        )

@@ -19,7 +19,12 @@ from lipgan_plugins.tpu import TPU
 from tests.conftest import free_port, run_python
 
 
-def build(config=None, constraint=None, strategy=None, optimizer=lambda: keras.optimizers.Adam(1e-3, 0.5, 0.9)):
+def build(
+    config=None,
+    constraint=None,
+    strategy=None,
+    optimizer=lambda: keras.optimizers.Adam(1e-3, 0.5, 0.9),
+):
     keras.utils.set_random_seed(0)
     return WGAN(
         strategy or tf.distribute.get_strategy(),
@@ -35,7 +40,9 @@ def build(config=None, constraint=None, strategy=None, optimizer=lambda: keras.o
 
 def batches(wgan):
     data = np.random.default_rng(0).normal(size=(512, 2)).astype(np.float32)
-    return wgan.distribute(tf.data.Dataset.from_tensor_slices(data).batch(16, drop_remainder=True).repeat())
+    return wgan.distribute(
+        tf.data.Dataset.from_tensor_slices(data).batch(16, drop_remainder=True).repeat()
+    )
 
 
 def weights(wgan):
@@ -59,7 +66,9 @@ def test_xla_step_matches_plain_step():
     # SGD: Adam's 1/√v turns last-ulp differences in ~0 gradient components into full steps.
     sgd = lambda: keras.optimizers.SGD(0.05)  # noqa: E731
     plain = build(optimizer=sgd)
-    xla = build(StepConfig(global_batch_size=16, n_critic=3, seed=5, jit_compile=True), optimizer=sgd)
+    xla = build(
+        StepConfig(global_batch_size=16, n_critic=3, seed=5, jit_compile=True), optimizer=sgd
+    )
     mp, mx = plain.run(batches(plain), 3), xla.run(batches(xla), 3)
     for key in mp:
         assert float(mx[key]) == pytest.approx(float(mp[key]), rel=1e-4, abs=1e-5), key
@@ -72,13 +81,17 @@ def test_bfloat16_gradient_penalty_is_close_to_float32():
     fake = tf.random.stateless_normal((64, 2), seed=[3, 4])
     results = {}
     for precision in ("float32", "mixed_bfloat16"):
-        wgan = build(StepConfig(global_batch_size=64, n_critic=1, seed=5, mixed_precision=precision))
+        wgan = build(
+            StepConfig(global_batch_size=64, n_critic=1, seed=5, mixed_precision=precision)
+        )
         critic = wgan.critic
         with tf.GradientTape() as tape:
             ctx = StepContext(seed=1, step=0, phase=0, global_batch_size=64, num_replicas=1)
             penalty = GradientPenalty(weight=1.0).penalty(critic, real, fake, ctx)
             total = tf.reduce_mean(penalty)
-        grads = zeros_for_none(tape.gradient(total, critic.trainable_variables), critic.trainable_variables)
+        grads = zeros_for_none(
+            tape.gradient(total, critic.trainable_variables), critic.trainable_variables
+        )
         assert penalty.dtype == tf.float32
         assert all(v.dtype == "float32" for v in critic.trainable_variables)
         results[precision] = (penalty.numpy(), np.concatenate([g.numpy().ravel() for g in grads]))
@@ -145,7 +158,11 @@ def test_tpu_that_does_not_answer_times_out():
 
 
 def test_malformed_tf_config(monkeypatch):
-    for value in ("{not json", '{"cluster": {"worker": ["a:1"]}}', '{"cluster": {}, "task": {"type": "worker", "index": 0}}'):
+    for value in (
+        "{not json",
+        '{"cluster": {"worker": ["a:1"]}}',
+        '{"cluster": {}, "task": {"type": "worker", "index": 0}}',
+    ):
         monkeypatch.setenv("TF_CONFIG", value)
         with pytest.raises(Exception, match="TF_CONFIG is malformed"):
             MultiWorker().create()

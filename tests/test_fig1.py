@@ -14,10 +14,16 @@ def test_quick_fig1b_shows_clipping_explode_or_vanish_and_gp_flat(tmp_path):
     # through JSON, as the shipped numbers are read
     result = json.loads(json.dumps(result))
     b = result["fig1b"]
-    assert set(b["layer_grad_norms"]) == {"weight_clip_c0.1", "weight_clip_c0.01", "weight_clip_c0.001",
-                                          "gradient_penalty"}
+    assert set(b["layer_grad_norms"]) == {
+        "weight_clip_c0.1",
+        "weight_clip_c0.01",
+        "weight_clip_c0.001",
+        "gradient_penalty",
+    }
     assert all(len(v) == fig1.QUICK.b_depth for v in b["layer_grad_norms"].values())
-    assert max(b["max_over_min"]["weight_clip_c0.1"], b["max_over_min"]["weight_clip_c0.001"]) >= 1e2
+    assert (
+        max(b["max_over_min"]["weight_clip_c0.1"], b["max_over_min"]["weight_clip_c0.001"]) >= 1e2
+    )
     assert b["max_over_min"]["gradient_penalty"] <= 10
     assert fig1.check_fig1b(result) == []
     # clipping piles the weights at +-c; the GP critic's weights do not sit at their extremes
@@ -26,7 +32,12 @@ def test_quick_fig1b_shows_clipping_explode_or_vanish_and_gp_flat(tmp_path):
 
 
 def test_check_fig1b_reports_a_flat_clipped_critic_and_a_steep_gp_critic():
-    flat = {"weight_clip_c0.1": 3.0, "weight_clip_c0.01": 5.0, "weight_clip_c0.001": 8.0, "gradient_penalty": 2.0}
+    flat = {
+        "weight_clip_c0.1": 3.0,
+        "weight_clip_c0.01": 5.0,
+        "weight_clip_c0.001": 8.0,
+        "gradient_penalty": 2.0,
+    }
     failures = fig1.check_fig1b({"fig1b": {"max_over_min": flat}})
     assert len(failures) == 1 and "clipping" in failures[0]
     steep_gp = dict(flat, **{"weight_clip_c0.001": 1e5, "gradient_penalty": 50.0})
@@ -46,4 +57,6 @@ def test_reproduce_out_must_be_a_directory(tmp_path):
     not_a_dir.write_text("x")
     result = CliRunner().invoke(cli, ["reproduce", "fig1", "--out", str(not_a_dir), "--quick"])
     assert result.exit_code == 1
-    assert result.output.strip().splitlines() == [f"Error: --out {not_a_dir} exists and is not a directory"]
+    assert result.output.strip().splitlines() == [
+        f"Error: --out {not_a_dir} exists and is not a directory"
+    ]

@@ -128,7 +128,10 @@ def test_fast_relu_engine_gradients_match_standard_on_dcgan():
         )
 
     real = tf.random.stateless_uniform([4, 32, 32, 3], seed=[2, 2], minval=-1, maxval=1)
-    _close(build(GradientPenalty(fast_relu=True)).critic_gradients(real), build(GradientPenalty()).critic_gradients(real))
+    _close(
+        build(GradientPenalty(fast_relu=True)).critic_gradients(real),
+        build(GradientPenalty()).critic_gradients(real),
+    )
 
 
 @pytest.mark.parametrize("every", [0, -1, 1.5])

@@ -96,13 +96,18 @@ def test_digits_builder_builds_real_images_offline(tmp_path):
     images, labels = digit_images()
     assert images.shape == (1797, 32, 32, 1) and images.dtype == np.uint8
     assert set(labels) == set(range(10))
-    train = np.stack(list(load_examples("lipgan_digits", data_dir=str(tmp_path)).as_numpy_iterator()))
+    train = np.stack(
+        list(load_examples("lipgan_digits", data_dir=str(tmp_path)).as_numpy_iterator())
+    )
     assert train.shape == (1797 - NUM_TEST, 32, 32, 1)
     assert train.min() == -1.0 and train.max() == 1.0
     # the stored images are exactly the sklearn digits of the train split, in some order
     expected = images[split_indices(1797)["train"]].astype(np.float32) / 127.5 - 1.0
-    np.testing.assert_allclose(np.sort(train.reshape(len(train), -1).sum(1)),
-                               np.sort(expected.reshape(len(expected), -1).sum(1)), rtol=1e-5)
+    np.testing.assert_allclose(
+        np.sort(train.reshape(len(train), -1).sum(1)),
+        np.sort(expected.reshape(len(expected), -1).sum(1)),
+        rtol=1e-5,
+    )
     # a "0" has an empty centre and ink around it; the class mean shows it
     zero = images[labels == 0].mean(0)[..., 0]
     assert zero[14:18, 14:18].mean() < zero[4:28, 4:28].mean()

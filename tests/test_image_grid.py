@@ -7,7 +7,9 @@ from lipgan.plots.images import grid, save_grid, summary_grid, to_uint8
 
 
 def test_to_uint8_maps_the_tanh_range_and_clips():
-    np.testing.assert_array_equal(to_uint8(np.array([-1.0, 0.0, 1.0, 2.0, -3.0])), [0, 128, 255, 255, 0])
+    np.testing.assert_array_equal(
+        to_uint8(np.array([-1.0, 0.0, 1.0, 2.0, -3.0])), [0, 128, 255, 255, 0]
+    )
 
 
 def test_grid_places_images_row_by_row_with_padding():

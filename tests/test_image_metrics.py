@@ -23,7 +23,9 @@ def test_frechet_of_rotated_covariances():
     import scipy.linalg
 
     reference = np.trace(s1 + s2 - 2 * scipy.linalg.sqrtm(s1 @ s2).real)
-    assert m.frechet_distance_from_stats(np.zeros(2), s1, np.zeros(2), s2) == pytest.approx(reference)
+    assert m.frechet_distance_from_stats(np.zeros(2), s1, np.zeros(2), s2) == pytest.approx(
+        reference
+    )
     assert reference > 0.1
 
 
@@ -96,7 +98,9 @@ def test_digits_classifier_is_trained_once_cached_and_separates_real_from_noise(
     untouched = draws()
     keras.utils.set_random_seed(123)
     classifier = m.digits_classifier(str(tmp_path))
-    assert draws() == untouched  # training it (e.g. during a run's evaluation) leaves global RNGs alone
+    assert (
+        draws() == untouched
+    )  # training it (e.g. during a run's evaluation) leaves global RNGs alone
     cached = tmp_path / "lipgan_digits_classifier" / m.CLASSIFIER_VERSION / "classifier.keras"
     assert cached.is_file() and classifier.test_accuracy >= 0.9
     stamp = cached.stat().st_mtime_ns
@@ -111,4 +115,6 @@ def test_digits_classifier_is_trained_once_cached_and_separates_real_from_noise(
     noise = np.random.default_rng(0).uniform(-1, 1, test.shape).astype("float32")
     blurred = m._resize(m._resize(test, 4), 32).numpy()
     assert real_vs_real < m.frechet_digits_distance(blurred, str(tmp_path))
-    assert m.frechet_digits_distance(blurred, str(tmp_path)) < m.frechet_digits_distance(noise, str(tmp_path))
+    assert m.frechet_digits_distance(blurred, str(tmp_path)) < m.frechet_digits_distance(
+        noise, str(tmp_path)
+    )

@@ -34,7 +34,12 @@ def test_dcgan_32_and_64_match_the_official_architectures():
     assert g32.get_layer("project").units == 4 * 4 * 256
     assert _conv_widths(g32, keras.layers.Conv2DTranspose) == [128, 64, 3]
     # gan_64x64.py DCGAN: critic up to 8dim; generator from 4x4x8dim
-    assert _conv_widths(dcgan_critic((64, 64, 3), dim=64), keras.layers.Conv2D) == [64, 128, 256, 512]
+    assert _conv_widths(dcgan_critic((64, 64, 3), dim=64), keras.layers.Conv2D) == [
+        64,
+        128,
+        256,
+        512,
+    ]
     g64 = dcgan_generator((64, 64, 3), dim=64)
     assert g64.get_layer("project").units == 4 * 4 * 512
     assert _conv_widths(g64, keras.layers.Conv2DTranspose) == [256, 128, 64, 3]
@@ -76,13 +81,20 @@ def test_resnet_critic_downsamples_twice():
 
 def _bn_critic():
     return keras.Sequential(
-        [keras.Input((8, 8, 1)), keras.layers.Conv2D(4, 3), keras.layers.BatchNormalization(name="bn"),
-         keras.layers.Flatten(), keras.layers.Dense(1)]
+        [
+            keras.Input((8, 8, 1)),
+            keras.layers.Conv2D(4, 3),
+            keras.layers.BatchNormalization(name="bn"),
+            keras.layers.Flatten(),
+            keras.layers.Dense(1),
+        ]
     )
 
 
 def test_gradient_penalty_warns_about_batch_norm_in_the_critic():
-    with pytest.warns(UserWarning, match="gradient_penalty: the critic contains BatchNormalization \\(bn\\)"):
+    with pytest.warns(
+        UserWarning, match="gradient_penalty: the critic contains BatchNormalization \\(bn\\)"
+    ):
         wrapped = GradientPenalty().wrap_critic(_bn_critic())
     assert isinstance(wrapped, keras.Model)
 

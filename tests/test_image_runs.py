@@ -24,9 +24,19 @@ def _run(args, tmp_path):
     ids=["cifar10-dcgan32", "celeb_a-dcgan64", "mnist-dcgan32"],
 )
 def test_image_configs_train_on_mock_data(tmp_path, bindings):
-    args = ["--gin", "wgangp_digits", "--mock-data", "--bind", "train.steps=2",
-            "--bind", "train.global_batch_size=4", "--bind", "train.n_critic=1",
-            "--bind", "dataset.image_size=None"]
+    args = [
+        "--gin",
+        "wgangp_digits",
+        "--mock-data",
+        "--bind",
+        "train.steps=2",
+        "--bind",
+        "train.global_batch_size=4",
+        "--bind",
+        "train.n_critic=1",
+        "--bind",
+        "dataset.image_size=None",
+    ]
     for binding in bindings:
         args += ["--bind", binding]
     result = _run(args, tmp_path)
@@ -48,8 +58,21 @@ def test_missing_image_dataset_is_one_line_on_the_cli(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_shipped_digits_config_runs_on_the_real_builder(tmp_path, monkeypatch):
     monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "tfds"))
-    result = _run(["--gin", "wgangp_digits", "--bind", "train.steps=2", "--bind", "train.log_every=1",
-                   "--bind", "train.eval_every=2", "--bind", "train.eval_samples=128"], tmp_path)
+    result = _run(
+        [
+            "--gin",
+            "wgangp_digits",
+            "--bind",
+            "train.steps=2",
+            "--bind",
+            "train.log_every=1",
+            "--bind",
+            "train.eval_every=2",
+            "--bind",
+            "train.eval_samples=128",
+        ],
+        tmp_path,
+    )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "tfds" / "lipgan_digits" / "1.0.0").is_dir()
     rows = [json.loads(ln) for ln in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]

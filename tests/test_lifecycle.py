@@ -19,10 +19,24 @@ from tests.conftest import finish, start_python
 from tests.fake_dists import make_dist
 
 TINY = [
-    "--bind", "mlp_critic.width=16", "--bind", "mlp_generator.width=16",
-    "--bind", "train.global_batch_size=32", "--bind", "train.log_every=5",
-    "--bind", "train.checkpoint_every=5", "--bind", "train.steps_per_execution=5",
-    "--bind", "train.plot_samples=0", "--bind", "train.n_critic=1", "--bind", "dataset.shuffle_buffer=1000",
+    "--bind",
+    "mlp_critic.width=16",
+    "--bind",
+    "mlp_generator.width=16",
+    "--bind",
+    "train.global_batch_size=32",
+    "--bind",
+    "train.log_every=5",
+    "--bind",
+    "train.checkpoint_every=5",
+    "--bind",
+    "train.steps_per_execution=5",
+    "--bind",
+    "train.plot_samples=0",
+    "--bind",
+    "train.n_critic=1",
+    "--bind",
+    "dataset.shuffle_buffer=1000",
 ]
 CLI = "import sys; from lipgan.cli import cli; cli(prog_name='lipgan')"
 
@@ -43,7 +57,9 @@ def one_line_error(result, *fragments):
 
 
 def train(run_dir, steps, *extra):
-    result = invoke("run", *TINY, "--bind", f"train.steps={steps}", "--run-dir", str(run_dir), *extra)
+    result = invoke(
+        "run", *TINY, "--bind", f"train.steps={steps}", "--run-dir", str(run_dir), *extra
+    )
     assert result.exit_code == 0, result.output
     return result
 
@@ -55,28 +71,47 @@ def weights(run_dir: Path) -> dict:
     ``critic_optimizer/_trainable_variables/...`` next to the moments and the step counter.
     """
     reader = tf.train.load_checkpoint(str(run_dir / "checkpoints"))
-    names = [n for n, _ in tf.train.list_variables(str(run_dir / "checkpoints"))
-             if n.startswith(("critic", "generator", "iteration", "seed"))]
-    for expected in ("critic_optimizer/_trainable_variables/0/", "generator_optimizer/_trainable_variables/0/",
-                     "critic_optimizer/_iterations/", "iteration/"):
+    names = [
+        n
+        for n, _ in tf.train.list_variables(str(run_dir / "checkpoints"))
+        if n.startswith(("critic", "generator", "iteration", "seed"))
+    ]
+    for expected in (
+        "critic_optimizer/_trainable_variables/0/",
+        "generator_optimizer/_trainable_variables/0/",
+        "critic_optimizer/_iterations/",
+        "iteration/",
+    ):
         assert any(n.startswith(expected) for n in names), (expected, names)
     return {n: reader.get_tensor(n) for n in names}
 
 
 def checkpoint_steps(run_dir: Path) -> list[int]:
-    return sorted(int(p.name.split("-")[1].split(".")[0]) for p in (run_dir / "checkpoints").glob("ckpt-*.index"))
+    return sorted(
+        int(p.name.split("-")[1].split(".")[0])
+        for p in (run_dir / "checkpoints").glob("ckpt-*.index")
+    )
 
 
 def snapshot(folder: Path) -> dict:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 # -- exact resume ---------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path):
     steps = 60
-    bindings = [*TINY, "--bind", f"train.steps={steps}", "--bind", "train.checkpoint_every=10",
-                "--bind", "train.steps_per_execution=10"]
+    bindings = [
+        *TINY,
+        "--bind",
+        f"train.steps={steps}",
+        "--bind",
+        "train.checkpoint_every=10",
+        "--bind",
+        "train.steps_per_execution=10",
+    ]
     train(tmp_path / "whole", steps, *bindings)  # uninterrupted, in this process
 
     killed_dir = tmp_path / "killed"
@@ -84,7 +119,9 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path):
     proc = start_python(*args)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
-        if (killed_dir / "checkpoints").is_dir() and any(s >= 20 for s in checkpoint_steps(killed_dir)):
+        if (killed_dir / "checkpoints").is_dir() and any(
+            s >= 20 for s in checkpoint_steps(killed_dir)
+        ):
             break
         time.sleep(0.01)
     assert proc.poll() is None, "the run finished before it could be killed; make it longer"
@@ -100,7 +137,9 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path):
     assert a.keys() == b.keys()
     for name in a:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
-    logged = [json.loads(ln)["step"] for ln in (killed_dir / "metrics.jsonl").read_text().splitlines()]
+    logged = [
+        json.loads(ln)["step"] for ln in (killed_dir / "metrics.jsonl").read_text().splitlines()
+    ]
     assert logged == sorted(set(logged)) and logged[-1] == steps  # no step logged twice
 
 
@@ -121,8 +160,18 @@ for steps, run_dir in [(20, "whole"), (10, "split"), (20, "split")]:
 def test_mirrored_resume_replays_the_input_exactly(tmp_path):
     """MirroredStrategy's input iterator cannot be checkpointed: the pipeline is replayed instead."""
     # One subprocess (its own logical CPUs) trains 20 steps, then 10 steps and resumes them to 20.
-    result = finish(start_python("-c", MIRRORED_SPLIT_RUN, tmp_path, *TINY, "--strategy", "mirrored",
-                                 "--bind", "mirrored.logical_cpus=2"))
+    result = finish(
+        start_python(
+            "-c",
+            MIRRORED_SPLIT_RUN,
+            tmp_path,
+            *TINY,
+            "--strategy",
+            "mirrored",
+            "--bind",
+            "mirrored.logical_cpus=2",
+        )
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "fast-forwarding the input pipeline by 10 batches" in result.stdout
     a, b = weights(tmp_path / "whole"), weights(tmp_path / "split")
@@ -134,11 +183,23 @@ def test_mirrored_resume_replays_the_input_exactly(tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_saves_a_checkpoint_and_says_how_to_resume(tmp_path, sig):
     run_dir = tmp_path / "run"
-    proc = start_python("-c", CLI, "run", *TINY, "--bind", "train.steps=100000", "--bind",
-                        "train.checkpoint_every=0", "--run-dir", run_dir)
+    proc = start_python(
+        "-c",
+        CLI,
+        "run",
+        *TINY,
+        "--bind",
+        "train.steps=100000",
+        "--bind",
+        "train.checkpoint_every=0",
+        "--run-dir",
+        run_dir,
+    )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
-        if (run_dir / "metrics.jsonl").is_file() and (run_dir / "metrics.jsonl").read_text().strip():
+        if (run_dir / "metrics.jsonl").is_file() and (
+            run_dir / "metrics.jsonl"
+        ).read_text().strip():
             break
         time.sleep(0.05)
     proc.send_signal(sig)
@@ -148,7 +209,9 @@ def test_signal_saves_a_checkpoint_and_says_how_to_resume(tmp_path, sig):
     assert last.startswith(f"Stopped: {sig.name} at step "), last
     assert f"lipgan run --resume {run_dir}" in last
     step = int(last.split(" at step ")[1].split(":")[0])
-    assert checkpoint_steps(run_dir) == [step]  # saved on the signal, although interval saves are off
+    assert checkpoint_steps(run_dir) == [
+        step
+    ]  # saved on the signal, although interval saves are off
     assert "Traceback" not in result.stderr
 
 
@@ -180,15 +243,33 @@ def lipgan_register_constraints(register):
 '''
 
 
-@pytest.mark.parametrize("where, term", [("penalty", "penalty (critic update 1 of 1)"),
-                                         ("gradient", "critic gradient (critic update 1 of 1)")])
-def test_non_finite_value_stops_with_step_and_term_and_keeps_last_good_checkpoint(tmp_path, monkeypatch,
-                                                                                where, term):
-    site = make_dist(tmp_path / "site", "lipgan-nan", "0.1", "nan_after", "lipgan_nan_after", NAN_PLUGIN)
+@pytest.mark.parametrize(
+    "where, term",
+    [
+        ("penalty", "penalty (critic update 1 of 1)"),
+        ("gradient", "critic gradient (critic update 1 of 1)"),
+    ],
+)
+def test_non_finite_value_stops_with_step_and_term_and_keeps_last_good_checkpoint(
+    tmp_path, monkeypatch, where, term
+):
+    site = make_dist(
+        tmp_path / "site", "lipgan-nan", "0.1", "nan_after", "lipgan_nan_after", NAN_PLUGIN
+    )
     monkeypatch.syspath_prepend(str(site))
     run_dir = tmp_path / "run"
-    result = invoke("run", *TINY, "--bind", "train.steps=20", "--bind", "train.constraint = @nan_after()",
-                    "--bind", f"nan_after.where = '{where}'", "--run-dir", str(run_dir))
+    result = invoke(
+        "run",
+        *TINY,
+        "--bind",
+        "train.steps=20",
+        "--bind",
+        "train.constraint = @nan_after()",
+        "--bind",
+        f"nan_after.where = '{where}'",
+        "--run-dir",
+        str(run_dir),
+    )
     # Iteration index 7 is the 8th iteration, i.e. "step 8" (steps count completed iterations).
     line = one_line_error(result, f"non-finite {term} at step 8;", "ckpt-5")
     assert "lower the learning rate" in line
@@ -202,8 +283,16 @@ def test_different_config_is_refused_then_forced(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
     before = snapshot(run_dir)
-    refused = invoke("run", *TINY, "--bind", "train.steps=10", "--bind", "gradient_penalty.weight=1.0",
-                     "--run-dir", str(run_dir))
+    refused = invoke(
+        "run",
+        *TINY,
+        "--bind",
+        "train.steps=10",
+        "--bind",
+        "gradient_penalty.weight=1.0",
+        "--run-dir",
+        str(run_dir),
+    )
     one_line_error(refused, "different config", "gradient_penalty.weight: 0.1 -> 1.0", "--force")
     assert snapshot(run_dir) == before  # nothing written
 
@@ -217,7 +306,9 @@ def test_different_config_is_refused_then_forced(tmp_path):
 def test_resume_uses_the_runs_own_config_and_can_extend_it(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
-    again = invoke("run", "--resume", str(run_dir))  # the default config differs; --resume reads config.gin
+    again = invoke(
+        "run", "--resume", str(run_dir)
+    )  # the default config differs; --resume reads config.gin
     assert again.exit_code == 0 and "already trained to step 5" in again.output, again.output
     longer = invoke("run", "--resume", str(run_dir), "--bind", "train.steps=10")
     assert longer.exit_code == 0, longer.output
@@ -320,25 +411,46 @@ def test_terminal_gets_a_bar_pipes_get_lines_quiet_gets_the_run_dir(tmp_path):
     bar.start(total=10, initial=0)
     bar.update(5, {"critic_loss": -0.25})
     bar.close()
-    assert "5/10" in stream.getvalue() and "it/s" in stream.getvalue() and "critic_loss=-0.250" in stream.getvalue()
+    assert (
+        "5/10" in stream.getvalue()
+        and "it/s" in stream.getvalue()
+        and "critic_loss=-0.250" in stream.getvalue()
+    )
 
     lines = train(tmp_path / "plain", 5).output
     assert "step 5/5  critic_loss" in lines and "it/s" in lines
-    quiet = invoke("run", *TINY, "--bind", "train.steps=5", "--run-dir", str(tmp_path / "q"), "--quiet")
+    quiet = invoke(
+        "run", *TINY, "--bind", "train.steps=5", "--run-dir", str(tmp_path / "q"), "--quiet"
+    )
     assert quiet.exit_code == 0 and quiet.output.strip() == str(tmp_path / "q")
 
 
 def test_tensorboard_gets_scalars_histograms_and_sample_images(tmp_path):
     run_dir = tmp_path / "run"
-    train(run_dir, 10, "--bind", "train.histogram_every=5", "--bind", "train.eval_every=10",
-          "--bind", "train.eval_samples=1000", "--bind", "train.diagnostics_every=10")
+    train(
+        run_dir,
+        10,
+        "--bind",
+        "train.histogram_every=5",
+        "--bind",
+        "train.eval_every=10",
+        "--bind",
+        "train.eval_samples=1000",
+        "--bind",
+        "train.diagnostics_every=10",
+    )
     tags: dict[str, set] = {}
     for event_file in (run_dir / "tensorboard").glob("events.*"):
         for event in tf.compat.v1.train.summary_iterator(str(event_file)):
             for value in event.summary.value:
                 kind = value.metadata.plugin_data.plugin_name
                 tags.setdefault(kind, set()).add(value.tag)
-    assert {"critic_loss", "eval/w1", "eval/high_quality_fraction", "diag/lipschitz_estimate"} <= tags["scalars"]
+    assert {
+        "critic_loss",
+        "eval/w1",
+        "eval/high_quality_fraction",
+        "diag/lipschitz_estimate",
+    } <= tags["scalars"]
     assert any(t.startswith("weights/critic/") for t in tags["histograms"])
     assert any(t.startswith("weights/generator/") for t in tags["histograms"])
     assert "samples" in tags["images"]
@@ -352,7 +464,9 @@ def test_resume_without_the_input_in_checkpoints_replays_it_exactly(tmp_path):
     train(tmp_path / "split", 5, *off)
     second = train(tmp_path / "split", 10, *off)
     assert "fast-forwarding the input pipeline by 5 batches" in second.output
-    names = {n.split("/")[0] for n, _ in tf.train.list_variables(str(tmp_path / "split" / "checkpoints"))}
+    names = {
+        n.split("/")[0] for n, _ in tf.train.list_variables(str(tmp_path / "split" / "checkpoints"))
+    }
     assert "data" not in names
     a, b = weights(tmp_path / "whole"), weights(tmp_path / "split")
     for name in a:

@@ -7,10 +7,24 @@ import pytest
 from tests.conftest import finish, free_port, start_python
 
 TINY = [
-    "--bind", "train.steps=3", "--bind", "train.log_every=1", "--bind", "train.global_batch_size=16",
-    "--bind", "mlp_critic.width=16", "--bind", "mlp_generator.width=16",
-    "--bind", "train.critic_optimizer=@critic/SGD", "--bind", "critic/SGD.learning_rate=0.01",
-    "--bind", "train.generator_optimizer=@generator/SGD", "--bind", "generator/SGD.learning_rate=0.01",
+    "--bind",
+    "train.steps=3",
+    "--bind",
+    "train.log_every=1",
+    "--bind",
+    "train.global_batch_size=16",
+    "--bind",
+    "mlp_critic.width=16",
+    "--bind",
+    "mlp_generator.width=16",
+    "--bind",
+    "train.critic_optimizer=@critic/SGD",
+    "--bind",
+    "critic/SGD.learning_rate=0.01",
+    "--bind",
+    "train.generator_optimizer=@generator/SGD",
+    "--bind",
+    "generator/SGD.learning_rate=0.01",
 ]
 CLI = "from lipgan.cli import cli; cli(prog_name='lipgan')"
 
@@ -27,8 +41,16 @@ def metrics(run_dir):
 def test_two_workers_match_one_process_and_only_the_chief_writes(tmp_path):
     cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
     workers = [
-        lipgan_run(tmp_path / f"worker{i}", "--strategy", "multi_worker", env={"TF_CONFIG": json.dumps(
-            {"cluster": cluster, "task": {"type": "worker", "index": i}})})
+        lipgan_run(
+            tmp_path / f"worker{i}",
+            "--strategy",
+            "multi_worker",
+            env={
+                "TF_CONFIG": json.dumps(
+                    {"cluster": cluster, "task": {"type": "worker", "index": i}}
+                )
+            },
+        )
         for i in range(2)
     ]
     for proc in map(finish, workers):

@@ -13,7 +13,8 @@ GUIDE = ROOT / "docs" / "plugins.md"
 
 def hook_names():
     return sorted(
-        name for name, fn in vars(hookspecs).items()
+        name
+        for name, fn in vars(hookspecs).items()
         if inspect.isfunction(fn) and hasattr(fn, f"{hookspecs.PROJECT_NAME}_spec")
     )
 
@@ -26,8 +27,11 @@ def test_hookspecs_are_found():
 def test_hook_has_docstring_guide_entry_and_test(hook):
     assert (inspect.getdoc(getattr(hookspecs, hook)) or "").strip(), f"{hook} has no docstring"
     assert f"`{hook}(" in GUIDE.read_text(), f"{hook} is not described in docs/plugins.md"
-    users = [p.name for p in (ROOT / "tests").glob("*.py")
-             if p.name != Path(__file__).name and hook in p.read_text()]
+    users = [
+        p.name
+        for p in (ROOT / "tests").glob("*.py")
+        if p.name != Path(__file__).name and hook in p.read_text()
+    ]
     assert users, f"no test under tests/ exercises {hook}"
 
 
@@ -36,13 +40,18 @@ def test_hook_has_docstring_guide_entry_and_test(hook):
     [
         (constraint.Constraint, ["wrap_critic", "penalty", "after_update"]),
         (strategy.StrategyPlugin, ["create", "is_available", "is_chief"]),
-        (constraint.StepContext, ["uniform", "normal", "global_batch_size", "num_replicas", "step"]),
+        (
+            constraint.StepContext,
+            ["uniform", "normal", "global_batch_size", "num_replicas", "step"],
+        ),
     ],
 )
 def test_contracts_are_documented(cls, methods):
     guide = GUIDE.read_text()
     public = {n for n in vars(cls) if not n.startswith("_") and callable(vars(cls)[n])}
-    assert public <= set(methods), f"undocumented public methods of {cls.__name__}: {public - set(methods)}"
+    assert public <= set(methods), (
+        f"undocumented public methods of {cls.__name__}: {public - set(methods)}"
+    )
     assert cls.__name__ in guide
     for name in methods:
         assert name in guide, f"{cls.__name__}.{name} is not described in docs/plugins.md"

@@ -33,8 +33,14 @@ def test_third_party_plugin_is_discovered_with_its_distribution(site):
 
 
 def test_third_party_strategy_via_lipgan_register_strategies(site):
-    make_dist(site, "lipgan-fake-strategy", "0.3", "fake_strategy", "fake_strategy_plugin",
-              STRATEGY_PLUGIN)
+    make_dist(
+        site,
+        "lipgan-fake-strategy",
+        "0.3",
+        "fake_strategy",
+        "fake_strategy_plugin",
+        STRATEGY_PLUGIN,
+    )
     discovery = load_registry()
     entry = {e.name: e for e in discovery.registry.entries("strategy")}["fake_one_device"]
     assert (entry.kind, entry.source) == ("strategy", "lipgan-fake-strategy 0.3")
@@ -64,8 +70,14 @@ def test_raising_hook_is_reported_and_its_registrations_rolled_back(site):
 def test_duplicate_constraint_name_across_distributions_names_both(site):
     good(site / "a", dist="lipgan-alpha", version="1.0", name="same_name", module="alpha_plugin")
     # Same constraint name under a different plugin (entry point) name in another distribution.
-    make_dist(site / "b", "lipgan-beta", "2.0", "beta", "beta_plugin",
-              (site / "a" / "alpha_plugin.py").read_text())
+    make_dist(
+        site / "b",
+        "lipgan-beta",
+        "2.0",
+        "beta",
+        "beta_plugin",
+        (site / "a" / "alpha_plugin.py").read_text(),
+    )
     sys.path.insert(0, str(site / "a"))
     sys.path.insert(0, str(site / "b"))
     try:
@@ -116,7 +128,9 @@ def test_config_fails_clearly_only_when_it_needs_the_broken_plugin(site):
 def test_config_names_a_constraint_lost_by_a_raising_hook(site):
     make_dist(site, "lipgan-halfdone", "2.0", "hd", "half_done_plugin", RAISING_HOOK)
     registry = load_registry().registry
-    with pytest.raises(ConfigError, match=r"'half_done' is unavailable: plugin 'hd' \(lipgan-halfdone 2.0\)"):
+    with pytest.raises(
+        ConfigError, match=r"'half_done' is unavailable: plugin 'hd' \(lipgan-halfdone 2.0\)"
+    ):
         config.parse(["wgangp_toy.gin"], ["half_done.foo = 1"], registry)
 
 
@@ -127,16 +141,32 @@ def test_cli_plugins_json_reports_plugins_failures_and_blocked(tmp_path):
     make_dist(tmp_path, "lipgan-halfdone", "2.0", "half_done", "half_done_plugin", RAISING_HOOK)
     env = dict(os.environ, PYTHONPATH=str(tmp_path), LIPGAN_DISABLE_PLUGINS="tpu")
     out = subprocess.run(
-        [str(Path(sys.executable).with_name("lipgan")), "plugins", "--json", "--disable-plugin", "r1"],
-        capture_output=True, text=True, env=env, timeout=300, check=True, cwd=tmp_path,
+        [
+            str(Path(sys.executable).with_name("lipgan")),
+            "plugins",
+            "--json",
+            "--disable-plugin",
+            "r1",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=True,
+        cwd=tmp_path,
     ).stdout
     payload = json.loads(out)
     plugins = {p["name"]: p for p in payload["plugins"]}
     assert plugins["fake_good"]["kind"] == "constraint"
     assert plugins["fake_good"]["source"] == "lipgan-fake-good 1.2.3"
     assert (plugins["fake_good"]["distribution"], plugins["fake_good"]["version"]) == (
-        "lipgan-fake-good", "1.2.3")
-    assert (plugins["dragan"]["distribution"], plugins["dragan"]["source"]) == ("lipgan", "built-in")
+        "lipgan-fake-good",
+        "1.2.3",
+    )
+    assert (plugins["dragan"]["distribution"], plugins["dragan"]["source"]) == (
+        "lipgan",
+        "built-in",
+    )
     assert plugins["fake_good"]["hooks"] == ["lipgan_register_constraints"]
     assert plugins["mirrored"]["hooks"] == ["lipgan_register_strategies"]
     failed = {f["plugin"]: f for f in payload["failed"]}

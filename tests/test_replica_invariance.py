@@ -34,8 +34,15 @@ def layouts():
         results.update({lay: parse(finish(proc)) for lay, proc in procs.items()})
     cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
     workers = [
-        start_python(PROBE, "multi_worker", env={"TF_CONFIG": json.dumps(
-            {"cluster": cluster, "task": {"type": "worker", "index": i}})})
+        start_python(
+            PROBE,
+            "multi_worker",
+            env={
+                "TF_CONFIG": json.dumps(
+                    {"cluster": cluster, "task": {"type": "worker", "index": i}}
+                )
+            },
+        )
         for i in range(2)
     ]
     chief, other = (finish(w) for w in workers)
@@ -61,7 +68,9 @@ def assert_same(actual, expected, what):
 def test_replica_count_does_not_change_the_numbers(layouts, layout, constraint):
     expected = layouts["default"]["results"][constraint]
     actual = layouts[layout]["results"][constraint]
-    assert layouts[layout]["replicas"] == (2 if layout == "multi_worker" else int(layout.split(":")[1]))
+    assert layouts[layout]["replicas"] == (
+        2 if layout == "multi_worker" else int(layout.split(":")[1])
+    )
     assert relative_error(actual["critic_loss"], expected["critic_loss"]) <= RTOL
     assert_same(actual["critic_grads"], expected["critic_grads"], "critic gradient")
     for key, value in expected["metrics"].items():
@@ -88,4 +97,6 @@ def test_per_replica_mean_scales_gradients_with_replica_count(layouts):
         result = layouts[layout]["results"]["gradient_penalty"]
         n = layouts[layout]["replicas"]
         assert result["grad_norm"] == pytest.approx(base["grad_norm"], rel=RTOL)
-        assert result["per_replica_mean_grad_norm"] == pytest.approx(n * base["grad_norm"], rel=1e-4)
+        assert result["per_replica_mean_grad_norm"] == pytest.approx(
+            n * base["grad_norm"], rel=1e-4
+        )

@@ -30,7 +30,9 @@ def test_tensorflows_own_stateless_ops_are_not_xla_invariant():
         return tf.random.stateless_uniform([64], seed=seed, alg="philox")
 
     x = tf.constant(987654321, tf.int64)
-    assert not np.allclose(tf.function(draw)(x).numpy(), tf.function(draw, jit_compile=True)(x).numpy())
+    assert not np.allclose(
+        tf.function(draw)(x).numpy(), tf.function(draw, jit_compile=True)(x).numpy()
+    )
 
 
 def test_uniform_and_normal_have_the_right_distribution():

@@ -34,8 +34,15 @@ def builtins():
 
 def test_every_builtin_constraint_is_checked():
     names = {cls.name for cls, _ in builtins()}
-    assert {"none", "weight_clip", "gradient_penalty", "spectral_norm", "lipschitz_penalty",
-            "dragan", "r1"} <= names
+    assert {
+        "none",
+        "weight_clip",
+        "gradient_penalty",
+        "spectral_norm",
+        "lipschitz_penalty",
+        "dragan",
+        "r1",
+    } <= names
 
 
 @pytest.mark.slow
@@ -166,12 +173,14 @@ def conv_critic(data_shape):
     """A module-level custom critic for image-shaped data, as a plugin author would pass."""
     import keras
 
-    return keras.Sequential([
-        keras.Input(shape=tuple(data_shape)),
-        keras.layers.Conv2D(4, 3, strides=2, activation="relu"),
-        keras.layers.Flatten(),
-        keras.layers.Dense(1),
-    ])
+    return keras.Sequential(
+        [
+            keras.Input(shape=tuple(data_shape)),
+            keras.layers.Conv2D(4, 3, strides=2, activation="relu"),
+            keras.layers.Flatten(),
+            keras.layers.Dense(1),
+        ]
+    )
 
 
 class TestMixinWithCustomCriticAndImageShape(ConstraintConformance):

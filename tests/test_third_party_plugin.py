@@ -44,7 +44,9 @@ def lipgan(*args, path):
 
 @pytest.mark.slow
 def test_entry_point_plugin_is_discovered_and_trains(tmp_path):
-    site = make_dist(tmp_path / "site", "lipgan-critic-l2", "1.2.3", "critic_l2", "lipgan_critic_l2", PLUGIN)
+    site = make_dist(
+        tmp_path / "site", "lipgan-critic-l2", "1.2.3", "critic_l2", "lipgan_critic_l2", PLUGIN
+    )
     listing = lipgan("plugins", "--json", path=site)
     assert listing.returncode == 0, listing.stderr[-2000:]
     found = {p["name"]: p for p in json.loads(listing.stdout)["plugins"]}
@@ -54,9 +56,23 @@ def test_entry_point_plugin_is_discovered_and_trains(tmp_path):
 
     run_dir = tmp_path / "run"
     result = lipgan(
-        "run", "--bind", "train.constraint = @critic_l2()", "--bind", "critic_l2.weight = 0.5",
-        "--bind", "train.steps = 2", "--bind", "train.log_every = 1", "--bind", "train.global_batch_size = 16",
-        "--bind", "mlp_critic.width = 8", "--bind", "mlp_generator.width = 8", "--run-dir", str(run_dir),
+        "run",
+        "--bind",
+        "train.constraint = @critic_l2()",
+        "--bind",
+        "critic_l2.weight = 0.5",
+        "--bind",
+        "train.steps = 2",
+        "--bind",
+        "train.log_every = 1",
+        "--bind",
+        "train.global_batch_size = 16",
+        "--bind",
+        "mlp_critic.width = 8",
+        "--bind",
+        "mlp_generator.width = 8",
+        "--run-dir",
+        str(run_dir),
         path=site,
     )
     assert result.returncode == 0, result.stderr[-2000:]

@@ -24,8 +24,14 @@ def test_all_modes_vs_one_mode():
 
 def test_high_quality_means_within_three_sigma():
     direction = CENTERS[0] / np.linalg.norm(CENTERS[0])
-    samples = np.stack([CENTERS[0] + 2.9 * STD * direction, CENTERS[1] + 3.1 * STD * direction,
-                        np.zeros(2), np.zeros(2)])
+    samples = np.stack(
+        [
+            CENTERS[0] + 2.9 * STD * direction,
+            CENTERS[1] + 3.1 * STD * direction,
+            np.zeros(2),
+            np.zeros(2),
+        ]
+    )
     m = mode_metrics(samples, CENTERS, STD)
     assert m["high_quality_fraction"] == 0.25
     assert m["modes_covered"] == 1
@@ -34,7 +40,9 @@ def test_high_quality_means_within_three_sigma():
 
 def test_real_data_scores_as_a_perfect_generator():
     rng = np.random.default_rng(1)
-    m = toy_metrics("8gaussians", SAMPLERS["8gaussians"](1000, rng), SAMPLERS["8gaussians"](1000, rng))
+    m = toy_metrics(
+        "8gaussians", SAMPLERS["8gaussians"](1000, rng), SAMPLERS["8gaussians"](1000, rng)
+    )
     assert m["modes_covered"] == 8
     assert m["high_quality_fraction"] > 0.97  # P(r <= 3 sigma) = 1 - exp(-4.5) = 0.989 in 2-D
     # mode counts fluctuate (multinomial), so even real vs real pays ~0.07 to move mass between modes
@@ -42,7 +50,9 @@ def test_real_data_scores_as_a_perfect_generator():
     one_mode = CENTERS[0] + STD * rng.normal(size=(1000, 2))
     collapsed = toy_metrics("8gaussians", one_mode, SAMPLERS["8gaussians"](1000, rng))
     assert collapsed["w1"] > 1.0 and collapsed["modes_covered"] == 1
-    swiss = toy_metrics("swissroll", SAMPLERS["swissroll"](1000, rng), SAMPLERS["swissroll"](1000, rng))
+    swiss = toy_metrics(
+        "swissroll", SAMPLERS["swissroll"](1000, rng), SAMPLERS["swissroll"](1000, rng)
+    )
     assert set(swiss) == {"w1"}
 
 
@@ -57,7 +67,9 @@ def test_w1_hand_computable_cases():
     # 1-D: W1 is the mean gap between sorted samples
     a, b = rng.normal(size=300), rng.normal(2.0, 0.5, size=300)
     pad = lambda v: np.stack([v, np.zeros_like(v)], axis=1)  # noqa: E731
-    assert wasserstein1(pad(a), pad(b)) == pytest.approx(np.mean(np.abs(np.sort(a) - np.sort(b))), rel=1e-9)
+    assert wasserstein1(pad(a), pad(b)) == pytest.approx(
+        np.mean(np.abs(np.sort(a) - np.sort(b))), rel=1e-9
+    )
 
 
 def test_bad_inputs_are_one_line_errors():

@@ -225,7 +225,9 @@ def _iteration_call(wgan, iterator, mode, steps_per_execution) -> tuple[Callable
 
     def call():
         reals = tuple(next(iterator) for _ in range(wgan.config.n_critic))
-        metrics, _ = wgan.strategy.run(wgan.replica_iteration, args=(reals, wgan.iteration.read_value()))
+        metrics, _ = wgan.strategy.run(
+            wgan.replica_iteration, args=(reals, wgan.iteration.read_value())
+        )
         wgan.iteration.assign_add(1)
         return metrics["critic_loss"]
 
@@ -272,8 +274,13 @@ def _lipgan_cases(cfg, strategy, model_name, batch, mode, constraint_spec, regis
         # A lazy penalty (every k steps) is only fairly timed over whole periods of k steps.
         period = -(-getattr(constraint, "every", 1) // iterations)
         case = Case(call, sync=_sync, min_calls=period)
-        meta = dict(constraint=constraint_spec, measurement=what, iterations=iterations,
-                    replicas=wgan.num_replicas, lazy=getattr(constraint, "every", 1) > 1)
+        meta = dict(
+            constraint=constraint_spec,
+            measurement=what,
+            iterations=iterations,
+            replicas=wgan.num_replicas,
+            lazy=getattr(constraint, "every", 1) > 1,
+        )
         flops = None
         if cfg.count_flops and wgan.num_replicas == 1:
             flops = functools.partial(_flops, wgan, what, replica_fns, real)
@@ -295,8 +302,12 @@ def _keras_io_case(cfg, model_name, batch, mode):
     critic_fn, generator_fn = _model_fns(spec)
     keras.utils.set_random_seed(0)
     model = keras_io_baseline.build(
-        critic_fn(spec.data_shape), generator_fn(spec.data_shape), n_critic=cfg.n_critic,
-        gp_weight=spec.gp_weight, make_optimizer=_optimizer, mode=mode,
+        critic_fn(spec.data_shape),
+        generator_fn(spec.data_shape),
+        n_critic=cfg.n_critic,
+        gp_weight=spec.gp_weight,
+        make_optimizer=_optimizer,
+        mode=mode,
     )
     data = tf.data.Dataset.from_tensors(_synthetic_batch(spec.data_shape, batch)).repeat()
     stamps = []
@@ -319,7 +330,9 @@ def _keras_io_case(cfg, model_name, batch, mode):
     return meta, Case(one_batch, rep=rep), None
 
 
-def _measure_group(cfg, strategy, strategy_spec, model_name, batch, mode, constraints, registry, log):
+def _measure_group(
+    cfg, strategy, strategy_spec, model_name, batch, mode, constraints, registry, log
+):
     """Every constraint (and keras-io) for one (model, batch, mode), with interleaved repetitions."""
     from lipgan.bench.timing import measure_interleaved
 
@@ -333,32 +346,68 @@ def _measure_group(cfg, strategy, strategy_spec, model_name, batch, mode, constr
 
     def before(case):
         meta = by_case[id(case)]
-        log(f"{strategy_spec} {model_name} b={batch} {mode} {meta['constraint']} {meta['measurement']}: compile + warm-up")
+        log(
+            f"{strategy_spec} {model_name} b={batch} {mode} {meta['constraint']} {meta['measurement']}: compile + warm-up"
+        )
         _reset_peak_memory()
 
     def after(case):
         memory[id(case)] = peak_memory()
 
     timings = measure_interleaved(
-        [case for _, case, _ in entries], repetitions=cfg.repetitions, warmup=cfg.warmup,
-        min_rep_seconds=cfg.min_rep_seconds, before_prepare=before, after_prepare=after, log=log,
+        [case for _, case, _ in entries],
+        repetitions=cfg.repetitions,
+        warmup=cfg.warmup,
+        min_rep_seconds=cfg.min_rep_seconds,
+        before_prepare=before,
+        after_prepare=after,
+        log=log,
     )
     records = []
     for (meta, case, flops), timing in zip(entries, timings):
-        record = _record(strategy_spec, meta["replicas"], model_name, batch, mode, meta["constraint"],
-                         meta["measurement"], timing.as_dict(batch * meta["iterations"]),
-                         meta["iterations"], flops() if flops else None, *memory[id(case)])
+        record = _record(
+            strategy_spec,
+            meta["replicas"],
+            model_name,
+            batch,
+            mode,
+            meta["constraint"],
+            meta["measurement"],
+            timing.as_dict(batch * meta["iterations"]),
+            meta["iterations"],
+            flops() if flops else None,
+            *memory[id(case)],
+        )
         if meta["lazy"]:
-            record["flops_note"] = "lazy penalty behind tf.cond: the counted graph is its skipped branch"
+            record["flops_note"] = (
+                "lazy penalty behind tf.cond: the counted graph is its skipped branch"
+            )
         records.append(record)
     return records
 
 
-def _record(strategy_spec, replicas, model, batch, mode, constraint, measurement, timing,
-            iterations, flops, memory, memory_source):
+def _record(
+    strategy_spec,
+    replicas,
+    model,
+    batch,
+    mode,
+    constraint,
+    measurement,
+    timing,
+    iterations,
+    flops,
+    memory,
+    memory_source,
+):
     record = {
-        "strategy": strategy_spec, "replicas": replicas, "model": model, "batch": batch,
-        "mode": mode, "constraint": constraint, "measurement": measurement,
+        "strategy": strategy_spec,
+        "replicas": replicas,
+        "model": model,
+        "batch": batch,
+        "mode": mode,
+        "constraint": constraint,
+        "measurement": measurement,
         "examples_per_s": timing["throughput"],
         "examples_per_s_min": timing["throughput_min"],
         "examples_per_s_max": timing["throughput_max"],
@@ -366,8 +415,10 @@ def _record(strategy_spec, replicas, model, batch, mode, constraint, measurement
         "seconds_per_call": timing["seconds_per_call"],
         "first_call_s": timing["first_call_s"],
         "repetitions": timing["repetitions"],
-        "peak_memory_bytes": memory, "peak_memory_source": memory_source,
-        "flops_per_call": None, "achieved_flops_per_s": None,
+        "peak_memory_bytes": memory,
+        "peak_memory_source": memory_source,
+        "flops_per_call": None,
+        "achieved_flops_per_s": None,
     }
     if flops:
         record["flops_per_call"] = flops * iterations * replicas
@@ -375,7 +426,9 @@ def _record(strategy_spec, replicas, model, batch, mode, constraint, measurement
     return record
 
 
-def run_strategy(cfg: BenchConfig, strategy_spec: str, log: Callable[[str], None] = print) -> list[dict]:
+def run_strategy(
+    cfg: BenchConfig, strategy_spec: str, log: Callable[[str], None] = print
+) -> list[dict]:
     """Every configuration of ``cfg`` on one strategy, in this process."""
     from lipgan.plugins import load_registry
 
@@ -388,11 +441,22 @@ def run_strategy(cfg: BenchConfig, strategy_spec: str, log: Callable[[str], None
     for model_name in cfg.models:
         for batch in cfg.batches.get(model_name) or [MODELS[model_name].batch]:
             if batch % strategy.num_replicas_in_sync:
-                log(f"skip {model_name} batch {batch}: not divisible by {strategy.num_replicas_in_sync} replicas")
+                log(
+                    f"skip {model_name} batch {batch}: not divisible by {strategy.num_replicas_in_sync} replicas"
+                )
                 continue
             for mode in cfg.modes:
-                records += _measure_group(cfg, strategy, strategy_spec, model_name, batch, mode,
-                                          constraints, registry, log)
+                records += _measure_group(
+                    cfg,
+                    strategy,
+                    strategy_spec,
+                    model_name,
+                    batch,
+                    mode,
+                    constraints,
+                    registry,
+                    log,
+                )
     return add_ratios(records)
 
 
@@ -403,6 +467,7 @@ def add_ratios(records: list[dict]) -> list[dict]:
     for ``penalty``, which is divided by the unconstrained *critic step*. ``flop_ratio_vs_none`` is the
     same ratio of graph FLOPs: the analytic bound the time ratio would reach if time tracked FLOPs.
     """
+
     def key(r):
         return (r["strategy"], r["model"], r["batch"], r["mode"], r["measurement"])
 
@@ -415,16 +480,19 @@ def add_ratios(records: list[dict]) -> list[dict]:
         r["time_ratio_vs_none"] = base["examples_per_s"] / r["examples_per_s"] if base else None
         r["flop_ratio_vs_none"] = (
             r["flops_per_call"] / base["flops_per_call"]
-            if base and r["flops_per_call"] and base["flops_per_call"] else None
+            if base and r["flops_per_call"] and base["flops_per_call"]
+            else None
         )
         r["time_ratio_over_flop_ratio"] = (
             r["time_ratio_vs_none"] / r["flop_ratio_vs_none"]
-            if r["time_ratio_vs_none"] and r["flop_ratio_vs_none"] else None
+            if r["time_ratio_vs_none"] and r["flop_ratio_vs_none"]
+            else None
         )
         kio = keras_io.get(key(r))
         r["speedup_vs_keras_io"] = (
             r["examples_per_s"] / kio["examples_per_s"]
-            if kio and r["constraint"].startswith("gradient_penalty") else None
+            if kio and r["constraint"].startswith("gradient_penalty")
+            else None
         )
     return records
 
@@ -443,8 +511,11 @@ def run(cfg: BenchConfig, log: Callable[[str], None] = print) -> list[dict]:
             child = dataclasses.replace(cfg, strategies=[strategy_spec])
             config_path.write_text(json.dumps(dataclasses.asdict(child)))
             log(f"{strategy_spec}: child process")
-            done = subprocess.run([sys.executable, "-m", "lipgan.bench.harness", str(config_path), str(out_path)],
-                                  capture_output=True, text=True)
+            done = subprocess.run(
+                [sys.executable, "-m", "lipgan.bench.harness", str(config_path), str(out_path)],
+                capture_output=True,
+                text=True,
+            )
             if done.returncode != 0:
                 tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
                 log(f"{strategy_spec}: skipped ({tail})")

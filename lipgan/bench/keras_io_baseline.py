@@ -28,7 +28,9 @@ def generator_loss(fake_img):
 class KerasIOWGAN(keras.Model):
     """``WGAN`` from the keras-io example (names and structure kept)."""
 
-    def __init__(self, discriminator, generator, latent_dim, discriminator_extra_steps=3, gp_weight=10.0):
+    def __init__(
+        self, discriminator, generator, latent_dim, discriminator_extra_steps=3, gp_weight=10.0
+    ):
         super().__init__()
         self.discriminator = discriminator
         self.generator = generator
@@ -70,7 +72,9 @@ class KerasIOWGAN(keras.Model):
                 gp = self.gradient_penalty(batch_size, real_images, fake_images)
                 d_loss = d_cost + gp * self.gp_weight
             d_gradient = tape.gradient(d_loss, self.discriminator.trainable_variables)
-            self.d_optimizer.apply_gradients(zip(d_gradient, self.discriminator.trainable_variables))
+            self.d_optimizer.apply_gradients(
+                zip(d_gradient, self.discriminator.trainable_variables)
+            )
         random_latent_vectors = tf.random.normal(shape=(batch_size, self.latent_dim))
         with tf.GradientTape() as tape:
             generated_images = self.generator(random_latent_vectors, training=True)
@@ -84,7 +88,9 @@ class KerasIOWGAN(keras.Model):
 def build(critic, generator, *, n_critic, gp_weight, make_optimizer, mode: str) -> KerasIOWGAN:
     """The example's model compiled for ``mode``: eager (run_eagerly), function, or xla."""
     latent_dim = int(generator.input_shape[-1])
-    model = KerasIOWGAN(critic, generator, latent_dim, discriminator_extra_steps=n_critic, gp_weight=gp_weight)
+    model = KerasIOWGAN(
+        critic, generator, latent_dim, discriminator_extra_steps=n_critic, gp_weight=gp_weight
+    )
     model.compile(
         d_optimizer=make_optimizer(),
         g_optimizer=make_optimizer(),

@@ -78,8 +78,11 @@ def chart(records: list[dict], path: Path) -> None:
         return
     fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6), squeeze=False)
     for ax, (model, measurement) in zip(axes[0], panels):
-        rows = [r for r in records if (r["model"], r["measurement"]) == (model, measurement)
-                and r["time_ratio_vs_none"]]
+        rows = [
+            r
+            for r in records
+            if (r["model"], r["measurement"]) == (model, measurement) and r["time_ratio_vs_none"]
+        ]
         labels = [f"{r['constraint']}\n{r['mode']} b{r['batch']} {r['strategy']}" for r in rows]
         ax.barh(range(len(rows)), [r["time_ratio_vs_none"] for r in rows], color="tab:blue")
         ax.set_yticks(range(len(rows)), labels, fontsize=6)
@@ -97,7 +100,9 @@ def write(records: list[dict], out: Path, command: str) -> dict:
 
     out.mkdir(parents=True, exist_ok=True)
     info = machine()
-    (out / "results.json").write_text(json.dumps({"command": command, "machine": info, "records": records}, indent=1))
+    (out / "results.json").write_text(
+        json.dumps({"command": command, "machine": info, "records": records}, indent=1)
+    )
     md = [
         "# lipgan bench results\n",
         f"Command: `{command}`\n",
@@ -106,4 +111,8 @@ def write(records: list[dict], out: Path, command: str) -> dict:
     ]
     (out / "results.md").write_text("\n".join(md))
     chart(records, out / "chart.png")
-    return {"json": out / "results.json", "markdown": out / "results.md", "chart": out / "chart.png"}
+    return {
+        "json": out / "results.json",
+        "markdown": out / "results.md",
+        "chart": out / "chart.png",
+    }

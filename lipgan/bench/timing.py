@@ -82,7 +82,11 @@ class Case:
 
 
 def measure_interleaved(
-    cases: list[Case], *, repetitions: int = 5, warmup: int = 1, min_rep_seconds: float = 0.2,
+    cases: list[Case],
+    *,
+    repetitions: int = 5,
+    warmup: int = 1,
+    min_rep_seconds: float = 0.2,
     before_prepare: Callable[[Case], None] = lambda case: None,
     after_prepare: Callable[[Case], None] = lambda case: None,
     log: Callable[[str], None] = lambda line: None,

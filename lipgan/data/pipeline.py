@@ -35,7 +35,9 @@ def mock_data(num_examples: int = 64):
     """Run data loading on random examples shaped like the real dataset (no files needed)."""
     token = _MOCKING.set(True)
     try:
-        with tfds.testing.mock_data(num_examples=num_examples, policy=tfds.testing.MockPolicy.USE_CODE):
+        with tfds.testing.mock_data(
+            num_examples=num_examples, policy=tfds.testing.MockPolicy.USE_CODE
+        ):
             yield
     finally:
         _MOCKING.reset(token)
@@ -203,7 +205,9 @@ def dataset(
 
     def make(global_batch_size: int, seed: int) -> tf.data.Dataset:
         ds = load_examples(name, split, data_dir, feature, image_size, center_crop)
-        if cache is True or (cache == "auto" and _fits_in_memory(ds, _num_examples(name, split, data_dir))):
+        if cache is True or (
+            cache == "auto" and _fits_in_memory(ds, _num_examples(name, split, data_dir))
+        ):
             ds = ds.cache()
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True).repeat()
         return ds.batch(global_batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)

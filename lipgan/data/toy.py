@@ -21,9 +21,7 @@ NUM_TEST = 1 << 12
 
 def eight_gaussians(n: int, rng: np.random.Generator) -> np.ndarray:
     s = 1.0 / np.sqrt(2)
-    centers = 2.0 * np.array(
-        [(1, 0), (-1, 0), (0, 1), (0, -1), (s, s), (s, -s), (-s, s), (-s, -s)]
-    )
+    centers = 2.0 * np.array([(1, 0), (-1, 0), (0, 1), (0, -1), (s, s), (s, -s), (-s, s), (-s, -s)])
     points = centers[rng.integers(0, len(centers), n)] + 0.02 * rng.standard_normal((n, 2))
     return (points / 1.414).astype(np.float32)
 
@@ -42,7 +40,11 @@ def swiss_roll(n: int, rng: np.random.Generator) -> np.ndarray:
     return (points / 7.5).astype(np.float32)
 
 
-SAMPLERS = {"8gaussians": eight_gaussians, "25gaussians": twentyfive_gaussians, "swissroll": swiss_roll}
+SAMPLERS = {
+    "8gaussians": eight_gaussians,
+    "25gaussians": twentyfive_gaussians,
+    "swissroll": swiss_roll,
+}
 
 #: The centres of the mixture modes, in data coordinates (used by toy metrics).
 MODE_CENTERS = {

@@ -44,7 +44,10 @@ def frechet_distance_from_stats(mu1, sigma1, mu2, sigma2) -> float:
     non-symmetric product produces on nearly singular covariances.
     """
     mu1, mu2 = np.asarray(mu1, np.float64), np.asarray(mu2, np.float64)
-    sigma1, sigma2 = np.atleast_2d(sigma1).astype(np.float64), np.atleast_2d(sigma2).astype(np.float64)
+    sigma1, sigma2 = (
+        np.atleast_2d(sigma1).astype(np.float64),
+        np.atleast_2d(sigma2).astype(np.float64),
+    )
     root1 = _psd_sqrt(sigma1)
     middle = root1 @ sigma2 @ root1
     trace_sqrt = np.sqrt(np.clip(np.linalg.eigvalsh((middle + middle.T) / 2), 0, None)).sum()
@@ -87,7 +90,9 @@ def kid(features_a, features_b, num_subsets: int = 100, subset_size: int = 1000,
         raise ValueError(f"kid needs at least 2 examples per set, got {len(a)} and {len(b)}")
     rng = np.random.default_rng(seed)
     values = [
-        _mmd2_unbiased(a[rng.choice(len(a), size, replace=False)], b[rng.choice(len(b), size, replace=False)])
+        _mmd2_unbiased(
+            a[rng.choice(len(a), size, replace=False)], b[rng.choice(len(b), size, replace=False)]
+        )
         for _ in range(num_subsets)
     ]
     return float(np.mean(values)), float(np.std(values))
@@ -95,7 +100,9 @@ def kid(features_a, features_b, num_subsets: int = 100, subset_size: int = 1000,
 
 # -- feature extractors ------------------------------------------------------------------------
 def _batched(fn, images: np.ndarray, batch_size: int) -> np.ndarray:
-    return np.concatenate([np.asarray(fn(images[i : i + batch_size])) for i in range(0, len(images), batch_size)])
+    return np.concatenate(
+        [np.asarray(fn(images[i : i + batch_size])) for i in range(0, len(images), batch_size)]
+    )
 
 
 def _resize(images, size: int):
@@ -134,9 +141,13 @@ def _train_digits_classifier(seed: int = 0):
     model = keras.Sequential(
         [
             keras.Input((DIGITS_SIZE, DIGITS_SIZE, 1)),
-            keras.layers.Conv2D(32, 3, padding="same", activation="relu", kernel_initializer=init(0)),
+            keras.layers.Conv2D(
+                32, 3, padding="same", activation="relu", kernel_initializer=init(0)
+            ),
             keras.layers.MaxPooling2D(),
-            keras.layers.Conv2D(64, 3, padding="same", activation="relu", kernel_initializer=init(1)),
+            keras.layers.Conv2D(
+                64, 3, padding="same", activation="relu", kernel_initializer=init(1)
+            ),
             keras.layers.MaxPooling2D(),
             keras.layers.Flatten(),
             keras.layers.Dense(64, activation="relu", name="features", kernel_initializer=init(2)),
@@ -190,10 +201,14 @@ def digits_features(images: np.ndarray, classifier, batch_size: int = 500) -> np
     import keras
 
     extractor = keras.Model(classifier.inputs, classifier.get_layer("features").output)
-    return _batched(lambda x: extractor(_resize(x, DIGITS_SIZE), training=False), images, batch_size)
+    return _batched(
+        lambda x: extractor(_resize(x, DIGITS_SIZE), training=False), images, batch_size
+    )
 
 
-def frechet_digits_distance(images: np.ndarray, data_dir: str | None = None, split: str = "train") -> float:
+def frechet_digits_distance(
+    images: np.ndarray, data_dir: str | None = None, split: str = "train"
+) -> float:
     """Fréchet distance between ``images`` and the real digits of ``split`` in classifier features."""
     classifier = digits_classifier(data_dir)
     real, _ = real_digits(split)
@@ -211,7 +226,10 @@ def load_inception(weights_path: str | os.PathLike | None):
     import keras
 
     model = keras.applications.InceptionV3(
-        include_top=False, weights=None, pooling="avg", input_shape=(INCEPTION_SIZE, INCEPTION_SIZE, 3)
+        include_top=False,
+        weights=None,
+        pooling="avg",
+        input_shape=(INCEPTION_SIZE, INCEPTION_SIZE, 3),
     )
     try:
         model.load_weights(str(weights_path))

@@ -63,7 +63,9 @@ def wasserstein1(x, y) -> float:
     x = _points(x, "x")
     y = _points(y, "y")
     if x.shape != y.shape:
-        raise LipganError(f"wasserstein1 needs two samples of equal shape, got {x.shape} and {y.shape}")
+        raise LipganError(
+            f"wasserstein1 needs two samples of equal shape, got {x.shape} and {y.shape}"
+        )
     cost = cdist(x, y)
     rows, cols = linear_sum_assignment(cost)
     return float(cost[rows, cols].mean())

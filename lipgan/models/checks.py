@@ -27,7 +27,11 @@ def warn_if_batch_norm(critic, constraint_name: str) -> bool:
     batch norm makes each score depend on the whole batch, so the penalized quantity is not the
     one the theory constrains (Gulrajani et al. 2017, Sec. 4: use layer normalization or none).
     """
-    names = [layer.name for layer in sublayers(critic) if isinstance(layer, keras.layers.BatchNormalization)]
+    names = [
+        layer.name
+        for layer in sublayers(critic)
+        if isinstance(layer, keras.layers.BatchNormalization)
+    ]
     if names:
         warnings.warn(
             f"{constraint_name}: the critic contains BatchNormalization ({', '.join(sorted(names))}); "

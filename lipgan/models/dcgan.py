@@ -43,7 +43,10 @@ def dcgan_critic(data_shape, dim: int = 64) -> keras.Model:
     size = 4 * 2**n
     layers = [keras.Input(shape=(size, size, c))]
     for i in range(n):
-        layers += [keras.layers.Conv2D(dim * 2**i, **_KERNEL, name=f"conv_{i}"), keras.layers.LeakyReLU(0.2)]
+        layers += [
+            keras.layers.Conv2D(dim * 2**i, **_KERNEL, name=f"conv_{i}"),
+            keras.layers.LeakyReLU(0.2),
+        ]
     layers += [keras.layers.Flatten(), keras.layers.Dense(1, name="out", dtype="float32")]
     return keras.Sequential(layers, name="critic")
 

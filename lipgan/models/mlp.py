@@ -7,21 +7,32 @@ import math
 import keras
 
 
-def _mlp(input_dim: int, output_dim: int, width: int, depth: int, name: str,
-         kernel_initializer: str = "glorot_uniform") -> keras.Model:
+def _mlp(
+    input_dim: int,
+    output_dim: int,
+    width: int,
+    depth: int,
+    name: str,
+    kernel_initializer: str = "glorot_uniform",
+) -> keras.Model:
     layers = [keras.Input(shape=(input_dim,))]
     layers += [
-        keras.layers.Dense(width, activation="relu", kernel_initializer=kernel_initializer, name=f"hidden_{i}")
+        keras.layers.Dense(
+            width, activation="relu", kernel_initializer=kernel_initializer, name=f"hidden_{i}"
+        )
         for i in range(depth)
     ]
     layers.append(
-        keras.layers.Dense(output_dim, kernel_initializer=kernel_initializer, name="out", dtype="float32")
+        keras.layers.Dense(
+            output_dim, kernel_initializer=kernel_initializer, name="out", dtype="float32"
+        )
     )
     return keras.Sequential(layers, name=name)
 
 
-def mlp_critic(data_shape, width: int = 512, depth: int = 3,
-               kernel_initializer: str = "glorot_uniform") -> keras.Model:
+def mlp_critic(
+    data_shape, width: int = 512, depth: int = 3, kernel_initializer: str = "glorot_uniform"
+) -> keras.Model:
     """ReLU MLP critic ``prod(data_shape) -> width x depth -> 1`` (inputs flattened).
 
     ``kernel_initializer='he_uniform'`` is the paper's ('he' in the official tflib code); it keeps
@@ -32,7 +43,12 @@ def mlp_critic(data_shape, width: int = 512, depth: int = 3,
     return _mlp(data_shape[0], 1, width, depth, "critic", kernel_initializer)
 
 
-def mlp_generator(data_shape, latent_dim: int = 2, width: int = 512, depth: int = 3,
-                  kernel_initializer: str = "glorot_uniform") -> keras.Model:
+def mlp_generator(
+    data_shape,
+    latent_dim: int = 2,
+    width: int = 512,
+    depth: int = 3,
+    kernel_initializer: str = "glorot_uniform",
+) -> keras.Model:
     """ReLU MLP generator ``latent_dim -> width x depth -> prod(data_shape)``."""
     return _mlp(latent_dim, math.prod(data_shape), width, depth, "generator", kernel_initializer)

@@ -31,7 +31,9 @@ def pruned_leaky_relu(x: tf.Tensor, negative_slope: float = 0.0) -> tf.Tensor:
             y = tf.nn.relu(x)
         else:
             y = tf.where(positive, x, tf.cast(slope, x.dtype) * x)
-        mask = tf.stop_gradient(tf.where(positive, tf.ones_like(x), tf.fill(tf.shape(x), tf.cast(slope, x.dtype))))
+        mask = tf.stop_gradient(
+            tf.where(positive, tf.ones_like(x), tf.fill(tf.shape(x), tf.cast(slope, x.dtype)))
+        )
 
         def grad(dy):
             # Linear in dy with a constant mask: its own gradient w.r.t. x is None (pruned), not 0.
@@ -95,7 +97,9 @@ def prune_activation_hessians(critic: keras.Model) -> keras.Model:
             return PrunedLeakyReLU(slope, name=layer.name)
         # Zero initializers: the weights are copied below, and random ones would advance Keras'
         # global RNG, changing every model built after the critic (the generator) for a given seed.
-        config = {k: ("zeros" if k.endswith("_initializer") else v) for k, v in layer.get_config().items()}
+        config = {
+            k: ("zeros" if k.endswith("_initializer") else v) for k, v in layer.get_config().items()
+        }
         copy = layer.__class__.from_config(config)
         if _is_relu(getattr(layer, "activation", None)):
             copy.activation = pruned_relu

@@ -29,7 +29,9 @@ def plot_fig1a(result: dict, path) -> None:
         for row, kind in enumerate(("weight_clip", "gradient_penalty")):
             panel = result["fig1a"][toy_set][kind]
             ax = axes[row][col]
-            ax.contour(xs, xs, np.asarray(panel["surface"]), levels=20, cmap="viridis", linewidths=0.8)
+            ax.contour(
+                xs, xs, np.asarray(panel["surface"]), levels=20, cmap="viridis", linewidths=0.8
+            )
             real, fake = np.asarray(panel["real"]), np.asarray(panel["fake"])
             ax.scatter(fake[:, 0], fake[:, 1], s=1, c="tab:green", alpha=0.4)
             ax.scatter(real[:, 0], real[:, 1], s=1, c="tab:orange", alpha=0.6)
@@ -54,14 +56,20 @@ def plot_fig1b(result: dict, path) -> None:
     b = result["fig1b"]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), dpi=80)
     for name, norms in b["layer_grad_norms"].items():
-        label = "Gradient penalty" if name == "gradient_penalty" else name.replace("weight_clip_c", "Weight clipping (c=") + ")"
+        label = (
+            "Gradient penalty"
+            if name == "gradient_penalty"
+            else name.replace("weight_clip_c", "Weight clipping (c=") + ")"
+        )
         axes[0].plot(np.arange(1, len(norms) + 1), norms, marker="o", ms=3, label=label)
     axes[0].set_yscale("log")
     axes[0].set_xlabel("Discriminator layer")
     axes[0].set_ylabel("Gradient norm (log scale)")
     axes[0].legend(fontsize=7)
-    for ax, name, title in ((axes[1], "weight_clip_c0.01", "Weight clipping (c=0.01)"),
-                            (axes[2], "gradient_penalty", "Gradient penalty")):
+    for ax, name, title in (
+        (axes[1], "weight_clip_c0.01", "Weight clipping (c=0.01)"),
+        (axes[2], "gradient_penalty", "Gradient penalty"),
+    ):
         hist = b["weight_histograms"].get(name)
         if hist is None:
             ax.set_axis_off()

@@ -13,7 +13,9 @@ def critic_surface(critic, lim: float = 3.0, n: int = 128):
     return xs, xs, values
 
 
-def plot_samples(path, critic, real: np.ndarray, fake: np.ndarray, title: str = "", lim: float = 3.0):
+def plot_samples(
+    path, critic, real: np.ndarray, fake: np.ndarray, title: str = "", lim: float = 3.0
+):
     """Write a PNG: critic contour, real points (orange) and generated points (green)."""
     import matplotlib
 

@@ -15,10 +15,21 @@ def reproduce() -> None:
 
 
 @reproduce.command()
-@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path),
-              help="Folder for fig1.json, fig1a.png and fig1b.png.")
-@click.option("--quick", is_flag=True, help="A small variant with far fewer steps (same qualitative 1b result).")
-@click.option("--strict", is_flag=True, help="Exit with an error when the Fig. 1b claim does not hold.")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Folder for fig1.json, fig1a.png and fig1b.png.",
+)
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="A small variant with far fewer steps (same qualitative 1b result).",
+)
+@click.option(
+    "--strict", is_flag=True, help="Exit with an error when the Fig. 1b claim does not hold."
+)
 def fig1(out_dir: Path, quick: bool, strict: bool) -> None:
     """Fig. 1: clipped vs gradient-penalty critics (value surfaces, per-layer gradients, weights)."""
     if out_dir.exists() and not out_dir.is_dir():

@@ -26,7 +26,11 @@ from pathlib import Path
 import numpy as np
 
 #: (name, display label) of the toy sets, in the paper's column order.
-TOY_SETS = (("8gaussians", "8 Gaussians"), ("25gaussians", "25 Gaussians"), ("swissroll", "Swiss Roll"))
+TOY_SETS = (
+    ("8gaussians", "8 Gaussians"),
+    ("25gaussians", "25 Gaussians"),
+    ("swissroll", "Swiss Roll"),
+)
 CLIP_VALUES = (0.1, 0.01, 0.001)
 #: The paper's toy λ (``LAMBDA = .1`` in the official gan_toy.py).
 TOY_GP_WEIGHT = 0.1
@@ -106,7 +110,9 @@ def train_critic_against_fixed_generator(toy_set: str, kind: str, s: Settings):
 
     @tf.function
     def step(real, fake, i):
-        ctx = StepContext(seed=s.seed, step=i, phase=0, global_batch_size=s.batch_size, num_replicas=1)
+        ctx = StepContext(
+            seed=s.seed, step=i, phase=0, global_batch_size=s.batch_size, num_replicas=1
+        )
         with tf.GradientTape() as tape:
             scores = tf.reshape(critic(tf.concat([real, fake], 0), training=True), [-1])
             loss = tf.reduce_mean(scores[s.batch_size :]) - tf.reduce_mean(scores[: s.batch_size])
@@ -114,7 +120,10 @@ def train_critic_against_fixed_generator(toy_set: str, kind: str, s: Settings):
             if penalty is not None:
                 loss += tf.reduce_mean(penalty)
         variables = critic.trainable_variables
-        grads = [tf.zeros_like(v) if g is None else g for g, v in zip(tape.gradient(loss, variables), variables)]
+        grads = [
+            tf.zeros_like(v) if g is None else g
+            for g, v in zip(tape.gradient(loss, variables), variables)
+        ]
         optimizer.apply_gradients(zip(grads, variables))
         constraint.after_update(critic)
         return loss
@@ -156,8 +165,10 @@ def fig1a(s: Settings, log: Callable[[str], None]) -> dict:
                 "real": np.round(real, 4).tolist(),
                 "fake": np.round(fake, 4).tolist(),
             }
-            log(f"fig1a {toy_set:<12} {kind:<17} loss {loss:+.4f}  mean ‖∇D‖ at interpolates "
-                f"{grads['interp/mean']:.3f}  ({time.perf_counter() - started:.0f} s)")
+            log(
+                f"fig1a {toy_set:<12} {kind:<17} loss {loss:+.4f}  mean ‖∇D‖ at interpolates "
+                f"{grads['interp/mean']:.3f}  ({time.perf_counter() - started:.0f} s)"
+            )
     return result
 
 
@@ -216,10 +227,15 @@ def fig1b(s: Settings, log: Callable[[str], None]) -> dict:
         weights = _critic_weights(wgan.critic)
         bound = c if c else float(np.abs(weights).max())
         counts, edges = np.histogram(weights, bins=s.hist_bins, range=(-bound, bound))
-        histograms[name] = {"edges": edges.tolist(), "counts": counts.tolist(),
-                            "frac_at_bounds": float(np.mean(np.abs(weights) >= 0.999 * bound))}
-        log(f"fig1b {name:<19} ‖∂L/∂h‖ first {norms[name][0]:.2e} last {norms[name][-1]:.2e} "
-            f"max/min {ratios[name]:.1e}  ({time.perf_counter() - started:.0f} s)")
+        histograms[name] = {
+            "edges": edges.tolist(),
+            "counts": counts.tolist(),
+            "frac_at_bounds": float(np.mean(np.abs(weights) >= 0.999 * bound)),
+        }
+        log(
+            f"fig1b {name:<19} ‖∂L/∂h‖ first {norms[name][0]:.2e} last {norms[name][-1]:.2e} "
+            f"max/min {ratios[name]:.1e}  ({time.perf_counter() - started:.0f} s)"
+        )
     return {"layer_grad_norms": norms, "max_over_min": ratios, "weight_histograms": histograms}
 
 
@@ -243,9 +259,13 @@ def check_fig1b(result: dict) -> list[str]:
     failures = []
     clip = {c: ratios[_config_name("weight_clip", c)] for c in (0.1, 0.001)}
     if max(clip.values()) < 1e2:
-        failures.append(f"clipping norms vary by only {clip} (max/min) across layers; expected >= 1e2")
+        failures.append(
+            f"clipping norms vary by only {clip} (max/min) across layers; expected >= 1e2"
+        )
     if ratios["gradient_penalty"] > 10:
-        failures.append(f"GP norms vary by {ratios['gradient_penalty']:.1f}x across layers; expected <= 10x")
+        failures.append(
+            f"GP norms vary by {ratios['gradient_penalty']:.1f}x across layers; expected <= 10x"
+        )
     return failures
 
 

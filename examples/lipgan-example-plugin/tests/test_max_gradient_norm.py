@@ -22,7 +22,9 @@ class TestConformance(ConstraintConformance):
     constraint_kwargs = {"weight": 2.0, "max_norm": 0.5}
 
 
-@pytest.mark.parametrize("w, expected", [([0.3, 0.0], 0.0), ([0.0, 2.0], 2 * 3.0 * (2.0 - 0.5) ** 2)])
+@pytest.mark.parametrize(
+    "w, expected", [([0.3, 0.0], 0.0), ([0.0, 2.0], 2 * 3.0 * (2.0 - 0.5) ** 2)]
+)
 def test_linear_critic_closed_form(w, expected):
     """D(x) = w·x + b has ∇D = w everywhere: penalty = 2·λ·max(0, ‖w‖ − K)² (real and fake)."""
     critic = keras.Sequential([keras.Input(shape=(2,)), keras.layers.Dense(1)])
@@ -51,15 +53,31 @@ def test_discovered_by_lipgan_plugins():
 @pytest.mark.slow
 def test_trains_from_gin(tmp_path):
     proc = lipgan(
-        "run", "--quiet", "--run-dir", str(tmp_path / "run"),
-        "--bind", "train.constraint = @max_gradient_norm()",
-        "--bind", "max_gradient_norm.max_norm = 2.0",
-        "--bind", "train.steps = 2", "--bind", "train.steps_per_execution = 1",
-        "--bind", "train.global_batch_size = 16", "--bind", "train.n_critic = 1",
-        "--bind", "mlp_critic.width = 16", "--bind", "mlp_generator.width = 16",
+        "run",
+        "--quiet",
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--bind",
+        "train.constraint = @max_gradient_norm()",
+        "--bind",
+        "max_gradient_norm.max_norm = 2.0",
+        "--bind",
+        "train.steps = 2",
+        "--bind",
+        "train.steps_per_execution = 1",
+        "--bind",
+        "train.global_batch_size = 16",
+        "--bind",
+        "train.n_critic = 1",
+        "--bind",
+        "mlp_critic.width = 16",
+        "--bind",
+        "mlp_generator.width = 16",
     )
     assert proc.returncode == 0, proc.stderr
     operative = (tmp_path / "run" / "operative_config.gin").read_text()
     assert "max_gradient_norm.max_norm = 2.0" in operative
-    metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    metrics = [
+        json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    ]
     assert metrics[-1]["step"] == 2 and np.isfinite(metrics[-1]["penalty"])
