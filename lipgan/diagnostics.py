@@ -25,18 +25,11 @@ import numpy as np
 import tensorflow as tf
 
 from lipgan.constraint import StepContext
-
-
-def _gradient_penalty_helpers():
-    # The one implementation of ‖∇D‖ and of the interpolates lives with the gradient penalty.
-    from lipgan_plugins.gradient_penalty import interpolate, per_example_gradient_norm
-
-    return interpolate, per_example_gradient_norm
+from lipgan.penalties import interpolate, per_example_gradient_norm
 
 
 def gradient_norms(critic, x) -> np.ndarray:
     """‖∇ₓD(x)‖₂ per example, as a numpy array."""
-    _, per_example_gradient_norm = _gradient_penalty_helpers()
     return per_example_gradient_norm(critic, tf.convert_to_tensor(x, tf.float32)).numpy()
 
 
@@ -52,7 +45,6 @@ def norm_summary(norms: np.ndarray) -> dict:
 
 def interpolates(real, fake, seed: int = 0, step: int = 0) -> tf.Tensor:
     """Random points on the real–fake segments, drawn exactly as the gradient penalty draws them."""
-    interpolate, _ = _gradient_penalty_helpers()
     real = tf.convert_to_tensor(real, tf.float32)
     fake = tf.convert_to_tensor(fake, tf.float32)
     ctx = StepContext(

@@ -11,7 +11,7 @@ about half the data's standard deviation (the default 0.5 suits data normalized 
 import tensorflow as tf
 
 from lipgan import Constraint, hookimpl
-from lipgan_plugins.gradient_penalty import per_example_gradient_norm
+from lipgan.penalties import per_example_gradient_norm
 
 
 def perturb_real(real: tf.Tensor, ctx, noise_scale: float) -> tf.Tensor:

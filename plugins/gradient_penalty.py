@@ -19,24 +19,7 @@ import tensorflow as tf
 
 from lipgan import Constraint, hookimpl
 from lipgan.models.checks import warn_if_batch_norm
-
-NORM_EPSILON = 1e-12
-
-
-def per_example_gradient_norm(critic, x: tf.Tensor) -> tf.Tensor:
-    """‖∇ₓD(x)‖₂ per example, in float32, differentiable w.r.t. the critic's weights."""
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        d = critic(x, training=False)
-    g = tf.cast(tape.gradient(d, x), tf.float32)
-    axes = list(range(1, len(g.shape)))
-    return tf.sqrt(tf.reduce_sum(tf.square(g), axis=axes) + NORM_EPSILON)
-
-
-def interpolate(real: tf.Tensor, fake: tf.Tensor, ctx) -> tf.Tensor:
-    """Random points on the segments between paired real and fake examples."""
-    eps = ctx.uniform([1] * (len(real.shape) - 1), dtype=real.dtype)
-    return real + eps * (fake - real)
+from lipgan.penalties import interpolate, per_example_gradient_norm
 
 
 class GradientPenalty(Constraint):

@@ -9,7 +9,7 @@ shared with ``gradient_penalty`` so the two differ only in the one-sidedness the
 import tensorflow as tf
 
 from lipgan import Constraint, hookimpl
-from lipgan_plugins.gradient_penalty import interpolate, per_example_gradient_norm
+from lipgan.penalties import interpolate, per_example_gradient_norm
 
 
 class LipschitzPenalty(Constraint):

@@ -9,7 +9,7 @@ norm: it pushes the gradient at real data to zero. ‖∇D‖² is taken as the 
 import tensorflow as tf
 
 from lipgan import Constraint, hookimpl
-from lipgan_plugins.gradient_penalty import per_example_gradient_norm
+from lipgan.penalties import per_example_gradient_norm
 
 
 class R1(Constraint):

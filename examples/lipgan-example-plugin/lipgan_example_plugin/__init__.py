@@ -11,7 +11,7 @@ import tensorflow as tf
 from lipgan import Constraint, hookimpl
 
 # The shared, numerically safe ‖∇ₓD(x)‖ (nested tape, sqrt(Σg² + 1e-12)) from lipgan's own plugins.
-from lipgan_plugins.gradient_penalty import per_example_gradient_norm
+from lipgan.penalties import per_example_gradient_norm
 
 __version__ = "0.1.0"
 
