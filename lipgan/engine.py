@@ -4,7 +4,7 @@ Every strategy runs the same code: ``strategy.run(replica_iteration)`` inside on
 loops ``steps_per_execution`` times with ``tf.range`` (so a TPU is not starved by Python). One
 iteration is ``n_critic`` critic updates, each on a fresh real batch, then one generator update.
 
-The invariants (see ARCHITECTURE.md, "The step"):
+The invariants (see docs/architecture.md, "The step"):
 
 * every loss is a sum of per-example terms divided by the **global** batch size. Keras optimizers
   under ``tf.distribute`` SUM gradients over replicas, so this makes the applied gradient the

@@ -103,7 +103,7 @@ def test_weight_clip_keeps_every_critic_variable_in_range():
 
 
 def test_weight_clip_matches_keras_kernel_constraint():
-    """A manual clip after apply_gradients equals Keras' kernel/bias constraints (ARCHITECTURE fact 9)."""
+    """A manual clip after apply_gradients equals Keras' kernel/bias constraints."""
     clip = WeightClip(c=0.05)
     x = tf.constant(np.random.default_rng(0).normal(size=(8, 3)), tf.float32)
 
