@@ -62,7 +62,56 @@ def register_configurables(registry: Registry) -> None:
         for name, fn in _library_configurables().items():
             gin.external_configurable(fn, name=name, module="lipgan")
         _REGISTERED = True
-    registry.make_gin_configurable()
+    _expose_plugins(registry)
+
+
+# gin's registry is process-global, so the record of which plugin classes it knows is too.
+_PLUGIN_CONFIGURABLES: dict[str, type] = {}
+
+
+def _expose_plugins(registry: Registry) -> None:
+    """Expose exactly this registry's classes to gin under their names.
+
+    gin's registry is process-global and has no public "unregister": a class registered by an
+    earlier discovery (a plugin since blocked or replaced) is dropped from it here, so a blocked
+    plugin is as unknown to gin as it is to the CLI.
+    """
+    current = {entry.name: entry.cls for entry in registry.entries()}
+    for name, cls in list(_PLUGIN_CONFIGURABLES.items()):
+        if current.get(name) is not cls:
+            selector = f"lipgan.{name}"
+            if selector in gin.config._REGISTRY:  # noqa: SLF001
+                gin.config._REGISTRY.pop(selector)  # noqa: SLF001
+            del _PLUGIN_CONFIGURABLES[name]
+    for name, cls in current.items():
+        if name not in _PLUGIN_CONFIGURABLES:
+            gin.external_configurable(cls, name=name, module="lipgan")
+            _PLUGIN_CONFIGURABLES[name] = cls
+
+
+def build_trainer():
+    """The :class:`lipgan.Trainer` that the parsed config describes, built but not trained.
+
+    What ``lipgan eval`` / ``sample`` use: the ``train`` bindings, minus those of a ``fit`` call.
+    """
+    from lipgan import run
+
+    bindings = gin.get_bindings(run.train)
+    return run.trainer(**run.locals_of_trainer(bindings))
+
+
+def configured(cls: type, bindings: dict):
+    """An instance of a registered plugin class built by gin from ``{parameter: value}`` bindings.
+
+    For the conformance kit: proves every keyword can be bound in gin and reaches the instance.
+    Clears gin's global config before and after (as ``lipgan run`` does before parsing).
+    """
+    gin.clear_config()
+    try:
+        gin.parse_config("\n".join(f"{cls.name}.{k} = {v!r}" for k, v in bindings.items()))
+        return gin.get_configurable(f"lipgan.{cls.name}")()
+    finally:
+        gin.clear_config()
 
 
 def shipped_configs() -> dict[str, Path]:

@@ -214,4 +214,15 @@ def dataset(
 
     make.dataset_name = name
     make.data_dir = data_dir
+    # What decides the examples and their order (the run dir's settings record); not where they
+    # are stored, so a run may resume with its data prepared elsewhere.
+    make.settings = {
+        "name": name,
+        "split": split,
+        "feature": feature,
+        "image_size": image_size,
+        "center_crop": center_crop,
+        "shuffle_buffer": shuffle_buffer,
+        "cache": cache,
+    }
     return make
