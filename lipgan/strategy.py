@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import ClassVar, TypeVar
+from typing import TypeVar
 
 import tensorflow as tf
 
 from lipgan.errors import LipganError
+from lipgan.named import Named
 
 
 class StrategyUnavailable(LipganError):
@@ -64,11 +65,8 @@ def split_host_cpu(n: int) -> list[str]:
     return [d.name for d in logical]
 
 
-class StrategyPlugin:
+class StrategyPlugin(Named):
     """Base class of every strategy plugin. Constructor keyword arguments are gin parameters."""
-
-    name: ClassVar[str] = ""
-    description: ClassVar[str] = ""
 
     def is_available(self) -> bool:
         """Cheap check (never connects, never hangs) whether :meth:`create` can succeed here."""
@@ -81,8 +79,3 @@ class StrategyPlugin:
     def is_chief(self, strategy: tf.distribute.Strategy) -> bool:
         """Whether this process writes checkpoints, summaries and configs (overridden by multi-worker)."""
         return True
-
-    def __repr__(self) -> str:
-        params = {k: v for k, v in vars(self).items() if not k.startswith("_")}
-        args = ", ".join(f"{k}={v!r}" for k, v in params.items())
-        return f"{type(self).__name__}({args})"
