@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from lipgan.bench_cli import bench
-from lipgan.errors import ConfigError, Interrupted, LipganError
+from lipgan.errors import ConfigError, Interrupted, LipganError, first_line
 from lipgan.reproduce.command import reproduce
 
 DEFAULT_CONFIG = "wgangp_toy_quick.gin"
@@ -27,11 +27,6 @@ GIN_CALL_MARKER = "In call to configurable"
 def _fail(message: str) -> None:
     click.echo(f"Error: {message}", err=True)
     sys.exit(1)
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [ln for ln in str(exc).splitlines() if ln.strip()]
-    return lines[0] if lines else type(exc).__name__
 
 
 def _import_tensorflow(verbose: bool) -> None:
@@ -77,10 +72,10 @@ class LipganGroup(click.Group):
         try:
             return super().invoke(ctx)
         except Interrupted as exc:
-            click.echo(f"{exc.prefix}: {_first_line(exc)}", err=True)
+            click.echo(f"{exc.prefix}: {first_line(exc)}", err=True)
             sys.exit(exc.exit_code)
         except LipganError as exc:
-            _fail(_first_line(exc))
+            _fail(first_line(exc))
         except (TypeError, ValueError) as exc:
             # An error raised by a configurable's own argument checks: gin appends its call
             # chain, which is how we tell it from a bug in lipgan (those keep their traceback).
@@ -88,7 +83,7 @@ class LipganGroup(click.Group):
             if GIN_CALL_MARKER not in text:
                 raise
             where = text[text.index(GIN_CALL_MARKER) :].split("'")[1]
-            _fail(f"{where}: {_first_line(exc)}")
+            _fail(f"{where}: {first_line(exc)}")
 
 
 @click.group(cls=LipganGroup)
