@@ -19,12 +19,22 @@ _LAZY = {
     "StepContext": "lipgan.constraint",
     "StrategyPlugin": "lipgan.strategy",
     "StrategyUnavailable": "lipgan.strategy",
+    "Trainer": "lipgan.trainer",
+    "TrainState": "lipgan.trainer",
+    "Intervals": "lipgan.trainer",
+    "Callback": "lipgan.trainer",
+    "StepConfig": "lipgan.engine",
 }
 
-__all__ = ["LipganError", "hookimpl", "hookspec", "__version__", *_LAZY]
+#: Subpackages reachable as attributes (``lipgan.models.mlp_critic``), imported on first use.
+_SUBMODULES = ("constraints", "strategies", "models", "evaluation")
+
+__all__ = ["LipganError", "hookimpl", "hookspec", "__version__", *_LAZY, *_SUBMODULES]
 
 
 def __getattr__(name: str):
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _SUBMODULES:
+        return importlib.import_module(f"lipgan.{name}")
     raise AttributeError(f"module 'lipgan' has no attribute {name!r}")

@@ -15,13 +15,12 @@ error, a truncated copy) is skipped with a warning in favour of the one before i
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 
 import tensorflow as tf
 
-from lipgan.errors import CheckpointError
+from lipgan.errors import CheckpointError, first_line
 
 CHECKPOINT_DIR = "checkpoints"
 
@@ -101,7 +100,7 @@ class RunCheckpoint:
                 self.input_restored = self._restore(path)
             except Exception as exc:  # noqa: BLE001 - a damaged file fails in many ways (OpError,
                 # IndexError "Read less bytes than requested", ValueError...); each means "unusable"
-                reason = _first_line(exc)
+                reason = first_line(exc, 200)
                 errors.append(f"{Path(path).name}: {reason}")
                 warn(f"warning: cannot restore {path} ({reason}); trying the previous checkpoint")
                 continue
@@ -129,7 +128,7 @@ class RunCheckpoint:
             if self.iterator is None:
                 raise
             warn(
-                f"warning: the input pipeline's position cannot be checkpointed ({_first_line(exc)}); "
+                f"warning: the input pipeline's position cannot be checkpointed ({first_line(exc, 200)}); "
                 "a resumed run will replay the input instead"
             )
             self.iterator = None
@@ -155,12 +154,3 @@ def checkpointable(iterator) -> bool:
     except (ValueError, TypeError, tf.errors.OpError):
         return False
     return True
-
-
-def _first_line(exc: BaseException) -> str:
-    """The gist of a TensorFlow error, without its ``{{function_node ...}}`` and ``[Op:...]`` parts."""
-    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)
-    line = re.sub(r"\{\{[^}]*\}\}\s*", "", line)
-    line = re.sub(r"\s*\[Op:[^\]]*\]?.*$", "", line)
-    return line[:200]

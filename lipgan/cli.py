@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from lipgan.bench_cli import bench
-from lipgan.errors import ConfigError, Interrupted, LipganError
+from lipgan.errors import ConfigError, Interrupted, LipganError, first_line
 from lipgan.reproduce.command import reproduce
 
 DEFAULT_CONFIG = "wgangp_toy_quick.gin"
@@ -27,11 +27,6 @@ GIN_CALL_MARKER = "In call to configurable"
 def _fail(message: str) -> None:
     click.echo(f"Error: {message}", err=True)
     sys.exit(1)
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [ln for ln in str(exc).splitlines() if ln.strip()]
-    return lines[0] if lines else type(exc).__name__
 
 
 def _import_tensorflow(verbose: bool) -> None:
@@ -77,10 +72,10 @@ class LipganGroup(click.Group):
         try:
             return super().invoke(ctx)
         except Interrupted as exc:
-            click.echo(f"{exc.prefix}: {_first_line(exc)}", err=True)
+            click.echo(f"{exc.prefix}: {first_line(exc)}", err=True)
             sys.exit(exc.exit_code)
         except LipganError as exc:
-            _fail(_first_line(exc))
+            _fail(first_line(exc))
         except (TypeError, ValueError) as exc:
             # An error raised by a configurable's own argument checks: gin appends its call
             # chain, which is how we tell it from a bug in lipgan (those keep their traceback).
@@ -88,7 +83,7 @@ class LipganGroup(click.Group):
             if GIN_CALL_MARKER not in text:
                 raise
             where = text[text.index(GIN_CALL_MARKER) :].split("'")[1]
-            _fail(f"{where}: {_first_line(exc)}")
+            _fail(f"{where}: {first_line(exc)}")
 
 
 @click.group(cls=LipganGroup)
@@ -212,20 +207,32 @@ def run(
     _parse(discovery, gin_files, bindings, strategy_name)
     run_dir = run_dir or _default_run_dir(gin_files)
     check_location(run_dir)
-    _call(_train_root(), mock_data, run_dir=str(run_dir), force=force, progress=for_terminal(quiet))
+    import gin
+
+    _call(
+        _train_root(),
+        mock_data,
+        run_dir=str(run_dir),
+        force=force,
+        progress=for_terminal(quiet),
+        config_text=gin.config_str(),
+        operative_config=gin.operative_config_str,
+    )
     if quiet:
         click.echo(str(run_dir))
 
 
 def _load_run(run_dir: Path, bindings, mock_data: bool, disabled):
-    """The Experiment of ``run_dir`` (its own config, default strategy) with its latest checkpoint."""
+    """The Trainer of ``run_dir`` (its own config, default strategy) with its latest checkpoint."""
+    from lipgan import config
+
     config_file = _run_config(run_dir, "RUN_DIR")
     discovery = _discover(disabled)
     # Evaluation and sampling run where the user is, not where the run trained (maybe a TPU).
     _parse(discovery, [str(config_file)], [*bindings, "train.strategy = @default()"])
-    experiment = _call(_train_root(), mock_data, build_only=True)
-    step = experiment.restore(run_dir, lambda line: click.echo(line, err=True))
-    return experiment, step
+    trainer = _call(config.build_trainer, mock_data)
+    step = trainer.restore(run_dir, lambda line: click.echo(line, err=True))
+    return trainer, step
 
 
 @cli.command(name="eval")
@@ -249,8 +256,8 @@ def _load_run(run_dir: Path, bindings, mock_data: bool, disabled):
 )
 def eval_command(run_dir, num_samples, bindings, mock_data, disabled):
     """Metrics of the latest checkpoint of RUN_DIR, as JSON on stdout."""
-    experiment, step = _load_run(run_dir, bindings, mock_data, disabled)
-    metrics = _call(experiment.evaluate, mock_data, num_samples=num_samples)
+    trainer, step = _load_run(run_dir, bindings, mock_data, disabled)
+    metrics = _call(trainer.evaluate, mock_data, num_samples=num_samples)
     payload = {
         "run_dir": str(run_dir),
         "step": step,
@@ -289,12 +296,12 @@ def sample(run_dir, num, out, seed, disabled):
     npz = out if out.suffix == ".npz" else out.with_name(out.name + ".npz")
     if npz.parent.exists() and not npz.parent.is_dir() or npz.is_dir():
         raise ConfigError(f"--out {out}: cannot write {npz} there")
-    experiment, step = _load_run(run_dir, [], False, disabled)
-    seed = experiment.seed if seed is None else seed
-    samples = evaluation.generate(experiment.wgan, num, seed)
+    trainer, step = _load_run(run_dir, [], False, disabled)
+    seed = trainer.seed if seed is None else seed
+    samples = trainer.sample(num, seed)
     npz.parent.mkdir(parents=True, exist_ok=True)
     np.savez(npz, samples=samples, step=step, seed=seed)
-    png = evaluation.render(experiment.wgan, samples, title=f"{run_dir.name} step {step}")
+    png = evaluation.render(trainer.wgan, samples, title=f"{run_dir.name} step {step}")
     written = [npz]
     if png:
         npz.with_suffix(".png").write_bytes(png)

@@ -8,7 +8,9 @@ multi-line exceptions into one-line :class:`~lipgan.errors.ConfigError` messages
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
+import logging
 import re
 import tokenize
 from pathlib import Path
@@ -61,8 +63,60 @@ def register_configurables(registry: Registry) -> None:
     if not _REGISTERED:
         for name, fn in _library_configurables().items():
             gin.external_configurable(fn, name=name, module="lipgan")
+        # Shipped configs share parts (``include 'parts/toy.gin'``), found from any config's
+        # location, the user's own files included.
+        gin.add_config_file_search_path(str(_configs_dir()))
         _REGISTERED = True
-    registry.make_gin_configurable()
+    _expose_plugins(registry)
+
+
+# gin's registry is process-global, so the record of which plugin classes it knows is too.
+_PLUGIN_CONFIGURABLES: dict[str, type] = {}
+
+
+def _expose_plugins(registry: Registry) -> None:
+    """Expose exactly this registry's classes to gin under their names.
+
+    gin's registry is process-global and has no public "unregister": a class registered by an
+    earlier discovery (a plugin since blocked or replaced) is dropped from it here, so a blocked
+    plugin is as unknown to gin as it is to the CLI.
+    """
+    current = {entry.name: entry.cls for entry in registry.entries()}
+    for name, cls in list(_PLUGIN_CONFIGURABLES.items()):
+        if current.get(name) is not cls:
+            selector = f"lipgan.{name}"
+            if selector in gin.config._REGISTRY:  # noqa: SLF001
+                gin.config._REGISTRY.pop(selector)  # noqa: SLF001
+            del _PLUGIN_CONFIGURABLES[name]
+    for name, cls in current.items():
+        if name not in _PLUGIN_CONFIGURABLES:
+            gin.external_configurable(cls, name=name, module="lipgan")
+            _PLUGIN_CONFIGURABLES[name] = cls
+
+
+def build_trainer():
+    """The :class:`lipgan.Trainer` that the parsed config describes, built but not trained.
+
+    What ``lipgan eval`` / ``sample`` use: the ``train`` bindings, minus those of a ``fit`` call.
+    """
+    from lipgan import run
+
+    bindings = gin.get_bindings(run.train)
+    return run.trainer(**run.locals_of_trainer(bindings))
+
+
+def configured(cls: type, bindings: dict):
+    """An instance of a registered plugin class built by gin from ``{parameter: value}`` bindings.
+
+    For the conformance kit: proves every keyword can be bound in gin and reaches the instance.
+    Clears gin's global config before and after (as ``lipgan run`` does before parsing).
+    """
+    gin.clear_config()
+    try:
+        gin.parse_config("\n".join(f"{cls.name}.{k} = {v!r}" for k, v in bindings.items()))
+        return gin.get_configurable(f"lipgan.{cls.name}")()
+    finally:
+        gin.clear_config()
 
 
 def shipped_configs() -> dict[str, Path]:
@@ -71,8 +125,13 @@ def shipped_configs() -> dict[str, Path]:
     They live in ``lipgan/configs`` (package data); the repository's ``gin/`` is a link to it, so
     ``lipgan run --gin gin/wgangp_tpu.gin`` works in a checkout and ``--gin wgangp_tpu`` anywhere.
     """
-    root = importlib.resources.files("lipgan").joinpath("configs")
-    return {p.name: Path(str(p)) for p in root.iterdir() if p.name.endswith(".gin")}
+    root = _configs_dir()
+    return {p.name: p for p in root.iterdir() if p.name.endswith(".gin")}
+
+
+def _configs_dir() -> Path:
+    """Where the shipped configs are; their shared fragments are in its ``parts/`` (not runnable)."""
+    return Path(str(importlib.resources.files("lipgan").joinpath("configs")))
 
 
 def resolve_config_path(path: str) -> Path:
@@ -123,6 +182,23 @@ def _unknown_name(name: str, registry: Registry) -> str:
     )
 
 
+class _SearchPathMisses(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Path not found")
+
+
+@contextlib.contextmanager
+def _quiet_search_path_misses():
+    """gin logs an ERROR for every search path an ``include`` is *not* found in, even when a later
+    one has it; those are not errors here (a missing include still fails with its own message)."""
+    quiet = _SearchPathMisses()
+    logging.getLogger().addFilter(quiet)
+    try:
+        yield
+    finally:
+        logging.getLogger().removeFilter(quiet)
+
+
 def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list[Path]:
     """Clear gin, then parse files in order and bindings after them. Returns the resolved paths."""
     register_configurables(registry)
@@ -130,7 +206,8 @@ def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list
     paths = [resolve_config_path(f) for f in gin_files]
     for path in paths:
         try:
-            gin.parse_config_file(str(path))
+            with _quiet_search_path_misses():
+                gin.parse_config_file(str(path))
         except (ValueError, SyntaxError, tokenize.TokenError, TypeError) as exc:
             gin.clear_config()
             raise ConfigError(_one_line(exc, str(path), registry)) from None

@@ -15,11 +15,10 @@ which makes a draw independent of the replica count.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import tensorflow as tf
 
 from lipgan import rng
+from lipgan.named import Named
 
 
 class StepContext:
@@ -82,16 +81,12 @@ class StepContext:
         return self._local_rows(draw)
 
 
-class Constraint:
+class Constraint(Named):
     """Base class of every Lipschitz constraint plugin.
 
     Subclasses set ``name`` (snake_case, unique) and override any of the three hooks. Constructor
     keyword arguments become gin parameters: ``gradient_penalty.weight = 10.0``.
     """
-
-    name: ClassVar[str] = ""
-    #: One line shown by ``lipgan plugins``.
-    description: ClassVar[str] = ""
 
     def wrap_critic(self, critic: tf.keras.Model) -> tf.keras.Model:
         """Return the critic to train; called once at build time inside ``strategy.scope()``."""
@@ -111,8 +106,3 @@ class Constraint:
     def after_update(self, critic) -> None:
         """Called in replica context after every critic optimizer update (e.g. to clip weights)."""
         return None
-
-    def __repr__(self) -> str:
-        params = {k: v for k, v in vars(self).items() if not k.startswith("_")}
-        args = ", ".join(f"{k}={v!r}" for k, v in params.items())
-        return f"{type(self).__name__}({args})"

@@ -25,7 +25,7 @@ import keras
 import tensorflow as tf
 
 from lipgan.constraint import Constraint, StepContext
-from lipgan.errors import ConfigError
+from lipgan.errors import ConfigError, NonFiniteLossError
 
 METRICS = ("critic_loss", "wasserstein", "penalty", "generator_loss")
 
@@ -340,8 +340,17 @@ class WGAN:
         return self._loop(iterator, tf.constant(num_iterations, tf.int64))
 
     def run(self, iterator, num_iterations: int) -> dict:
-        """Run ``num_iterations`` iterations; the metrics of the last one (see :meth:`run_checked`)."""
-        return self.run_checked(iterator, num_iterations).metrics
+        """Run ``num_iterations`` iterations; the metrics of the last one.
+
+        Raises :class:`~lipgan.errors.NonFiniteLossError` naming the term when an iteration saw a
+        NaN/Inf (the loop stops there; :meth:`run_checked` returns the details instead).
+        """
+        result = self.run_checked(iterator, num_iterations)
+        bad = result.first_nonfinite()
+        if bad:
+            done = int(self.iteration.numpy())
+            raise NonFiniteLossError(f"non-finite {bad} at step {done}")
+        return result.metrics
 
     # -- agreement between workers (host side, between compiled calls) ------------------------
     def _replicas_sum(self, value: int) -> int:

@@ -5,6 +5,8 @@ Anything a user can cause (a config typo, a missing dataset, no TPU) raises a su
 so every message must say what went wrong *and* what to do about it.
 """
 
+import re
+
 
 class LipganError(Exception):
     """An error caused by input or environment, reported to the user as one line."""
@@ -45,3 +47,13 @@ class Interrupted(LipganError):
     def __init__(self, message: str, exit_code: int):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def first_line(exc: BaseException, limit: int | None = None) -> str:
+    """The gist of an exception as one line: its first non-empty line, without TensorFlow's
+    ``{{function_node ...}}`` and ``[Op:...]`` decorations (optionally cut to ``limit`` characters)."""
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), type(exc).__name__)
+    line = re.sub(r"\{\{[^}]*\}\}\s*", "", line)
+    line = re.sub(r"\s*\[Op:[^\]]*\]?.*$", "", line)
+    return line[:limit] if limit else line

@@ -114,6 +114,30 @@ def _load_plugins(manager, blocked, failures) -> dict[str, str]:
     return sources
 
 
+def _reject_unknown_hooks(manager, sources, failures) -> None:
+    """Report a plugin that implements a hook lipgan does not have (e.g. a misspelled name).
+
+    pluggy accepts such an implementation silently and never calls it, so the plugin would look
+    installed while registering nothing; ``check_pending`` finds it. The plugin is unregistered and
+    reported like one that failed to import, with the names it could have meant.
+    """
+    known = ", ".join(sorted(name for name in vars(hookspecs) if name.startswith("lipgan_")))
+    while True:
+        try:
+            manager.check_pending()
+            return
+        except pluggy.PluginValidationError as exc:
+            name = manager.get_name(exc.plugin)
+            manager.unregister(exc.plugin)
+            failures.append(
+                PluginFailure(
+                    name,
+                    sources.get(name, BUILTIN_SOURCE),
+                    f"PluginValidationError: {str(exc).splitlines()[0]}; lipgan's hooks are: {known}",
+                )
+            )
+
+
 def _call_register_hook(impl, kind: str, registry: Registry, source: str) -> str | None:
     """Call one plugin's registration hook; all its registrations stand, or none.
 
@@ -149,6 +173,7 @@ def load_registry(disabled: Iterable[str] | None = None) -> Discovery:
         manager.set_blocked(name)
     failures: list[PluginFailure] = []
     sources = _load_plugins(manager, blocked, failures)
+    _reject_unknown_hooks(manager, sources, failures)
     registry = Registry()
     for hook_name, kind in _HOOK_KINDS.items():
         for impl in getattr(manager.hook, hook_name).get_hookimpls():

@@ -1,8 +1,8 @@
 """Name -> class tables for constraints and strategies, filled by plugin hooks.
 
 One place decides what a name means: the CLI, gin files and the benchmark all look names up here.
-Duplicate names are rejected with both owners named, and every registered class becomes a gin
-configurable under its name exactly once per process.
+Duplicate names are rejected with both owners named. (Making the classes gin configurables is the
+gin edge's job: :func:`lipgan.config.register_configurables`.)
 """
 
 from __future__ import annotations
@@ -10,15 +10,11 @@ from __future__ import annotations
 import dataclasses
 import inspect
 
-import gin
 from lipgan.constraint import Constraint
 from lipgan.errors import ConfigError, PluginError
 from lipgan.strategy import StrategyPlugin
 
 KINDS = {"constraint": Constraint, "strategy": StrategyPlugin}
-
-# gin's registry is process-global, so the "made configurable" record is too.
-_GIN_CONFIGURABLES: dict[str, type] = {}
 
 
 class DuplicateNameError(PluginError):
@@ -119,22 +115,3 @@ class Registry:
 
     def kind_of(self, name: str) -> str | None:
         return next((k for k, table in self._entries.items() if name in table), None)
-
-    def make_gin_configurable(self) -> None:
-        """Expose exactly this registry's classes to gin under their names.
-
-        gin's registry is process-global and has no public "unregister": a class registered by an
-        earlier discovery (a plugin since blocked or replaced) is dropped from it here, so a blocked
-        plugin is as unknown to gin as it is to the CLI.
-        """
-        current = {entry.name: entry.cls for entry in self.entries()}
-        for name, cls in list(_GIN_CONFIGURABLES.items()):
-            if current.get(name) is not cls:
-                selector = f"lipgan.{name}"
-                if selector in gin.config._REGISTRY:  # noqa: SLF001
-                    gin.config._REGISTRY.pop(selector)  # noqa: SLF001
-                del _GIN_CONFIGURABLES[name]
-        for name, cls in current.items():
-            if name not in _GIN_CONFIGURABLES:
-                gin.external_configurable(cls, name=name, module="lipgan")
-                _GIN_CONFIGURABLES[name] = cls

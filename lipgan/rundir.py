@@ -2,7 +2,8 @@
 
 Layout (also in the README)::
 
-    config.gin            the config as parsed (files + bindings); compared when the dir is reused
+    settings.json         the run's settings (lipgan.Trainer.settings); compared when the dir is reused
+    config.gin            the gin config as parsed (files + bindings), for runs started by the CLI
     config-before-<k>.gin a config replaced with --force at step k
     operative_config.gin  the parameters actually used, defaults included
     metrics.jsonl         one JSON object per logged step (losses, diagnostics, evaluation metrics)
@@ -10,8 +11,10 @@ Layout (also in the README)::
     tensorboard/          scalars, weight histograms, sample images
     samples.png           final samples: critic contour + points (2-D) or an image grid
 
-Reusing a directory resumes it, so the config must be the same one: only the parameters in
-:data:`RESUMABLE` (how long and how verbosely to train) may change without ``--force``.
+Reusing a directory resumes it, so the settings must be the same: only those in
+:data:`RESUMABLE_SETTINGS` (how long and how verbosely to train) may change without ``force``. The
+record is ``settings.json``, written from :meth:`lipgan.Trainer.settings` whether the run was
+started from Python or from gin; runs older than it are compared by their ``config.gin``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 from lipgan.errors import RunDirError
 
 CONFIG = "config.gin"
+SETTINGS = "settings.json"
 OPERATIVE_CONFIG = "operative_config.gin"
 METRICS = "metrics.jsonl"
 TENSORBOARD = "tensorboard"
@@ -47,6 +51,10 @@ RESUMABLE = frozenset(
         "train.checkpoint_input",
     }
 )
+
+#: Top-level settings (or dotted prefixes) that may differ when a run is resumed: how long, how
+#: often and how verbosely it trains, never what a step computes.
+RESUMABLE_SETTINGS = ("intervals", "checkpoint_input", "inception_weights")
 
 _BINDING = re.compile(r"^(?P<key>[\w./]+)\s*=\s*(?P<value>.*)$")
 
@@ -99,6 +107,20 @@ def config_differences(old_text: str, new_text: str) -> list[str]:
     return diffs
 
 
+def settings_differences(old: dict, new: dict) -> list[str]:
+    """Human-readable differences of two settings records (``RESUMABLE_SETTINGS`` ignored)."""
+    from lipgan.trainer import flat_settings
+
+    old, new = flat_settings(old), flat_settings(new)
+    diffs = []
+    for key in sorted(set(old) | set(new)):
+        if key.split(".")[0] in RESUMABLE_SETTINGS:
+            continue
+        if old.get(key) != new.get(key):
+            diffs.append(f"{key}: {old.get(key, '(unset)')} -> {new.get(key, '(unset)')}")
+    return diffs
+
+
 class RunDir:
     """One run's directory. :meth:`check` reads only; :meth:`begin` is the first write."""
 
@@ -114,31 +136,57 @@ class RunDir:
         config = self.file(CONFIG)
         return config.read_text() if config.is_file() else None
 
-    def check(self, config_text: str, force: bool) -> list[str]:
-        """Refuse a reused dir whose config differs (unless ``force``); returns the differences."""
+    def saved_settings(self) -> dict | None:
+        path = self.file(SETTINGS)
+        if not path.is_file():
+            return None
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise RunDirError(
+                f"run dir {self.path}: {SETTINGS} is unreadable ({exc}); restore it or pick a new "
+                "--run-dir"
+            ) from None
+
+    def check(self, settings: dict, config_text: str | None, force: bool) -> list[str]:
+        """Refuse a reused dir whose settings differ (unless ``force``); returns the differences.
+
+        ``settings.json`` decides; a run dir written before it existed is compared by its
+        ``config.gin`` when the caller has gin text to compare with.
+        """
         check_location(self.path)
-        old = self.saved_config()
-        if old is None:
+        old = self.saved_settings()
+        if old is not None:
+            diffs = settings_differences(old, settings)
+        elif config_text is not None and self.saved_config() is not None:
+            diffs = config_differences(self.saved_config(), config_text)
+        else:
             return []
-        diffs = config_differences(old, config_text)
         if diffs and not force:
             more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
             raise RunDirError(
                 f"run dir {self.path} holds a run with a different config ({diffs[0]}{more}); "
-                "resume it with `lipgan run --resume DIR`, pick a new --run-dir, or pass --force "
-                "to continue it with this config"
+                "resume it with `lipgan run --resume DIR`, pick a new run dir, or force "
+                "(--force, or fit(force=True)) to continue it with these settings"
             )
         return diffs
 
-    def begin(self, config_text: str, start: int, replaced: bool) -> None:
-        """Create the dir, record the config and drop metrics logged after ``start`` (re-run now)."""
+    def begin(self, settings: dict, config_text: str | None, start: int, replaced: bool) -> None:
+        """Create the dir, record the settings (and gin config) and drop metrics after ``start``."""
         import tensorflow as tf
 
         self.path.mkdir(parents=True, exist_ok=True)
-        config = self.file(CONFIG)
-        if replaced and config.is_file():
-            os.replace(config, self.file(f"config-before-{start}.gin"))
-        _atomic_write(config, config_text)
+        for name, text in (
+            (SETTINGS, json.dumps(settings, indent=2, sort_keys=True) + "\n"),
+            (CONFIG, config_text),
+        ):
+            if text is None:
+                continue
+            record = self.file(name)
+            if replaced and record.is_file():
+                stem, dot, suffix = name.partition(".")
+                os.replace(record, self.file(f"{stem}-before-{start}{dot}{suffix}"))
+            _atomic_write(record, text)
         metrics = self.file(METRICS)
         if metrics.is_file():
             kept = [

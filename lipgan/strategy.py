@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import ClassVar, TypeVar
+from typing import TypeVar
 
 import tensorflow as tf
 
 from lipgan.errors import LipganError
+from lipgan.named import Named
 
 
 class StrategyUnavailable(LipganError):
@@ -46,11 +47,26 @@ def call_with_timeout(fn: Callable[[], T], timeout: float, on_timeout: str) -> T
     return result["value"]
 
 
-class StrategyPlugin:
-    """Base class of every strategy plugin. Constructor keyword arguments are gin parameters."""
+def split_host_cpu(n: int) -> list[str]:
+    """Make the host CPU appear as ``n`` logical devices; returns their names."""
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    try:
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(n)]
+        )
+    except RuntimeError:
+        pass  # already initialized: acceptable only if the split is already what we need
+    logical = tf.config.list_logical_devices("CPU")
+    if len(logical) != n:
+        raise StrategyUnavailable(
+            f"cannot split the CPU into {n} logical devices: TensorFlow already initialized "
+            f"{len(logical)}; set mirrored.logical_cpus in a fresh process before any TF work"
+        )
+    return [d.name for d in logical]
 
-    name: ClassVar[str] = ""
-    description: ClassVar[str] = ""
+
+class StrategyPlugin(Named):
+    """Base class of every strategy plugin. Constructor keyword arguments are gin parameters."""
 
     def is_available(self) -> bool:
         """Cheap check (never connects, never hangs) whether :meth:`create` can succeed here."""
@@ -63,8 +79,3 @@ class StrategyPlugin:
     def is_chief(self, strategy: tf.distribute.Strategy) -> bool:
         """Whether this process writes checkpoints, summaries and configs (overridden by multi-worker)."""
         return True
-
-    def __repr__(self) -> str:
-        params = {k: v for k, v in vars(self).items() if not k.startswith("_")}
-        args = ", ".join(f"{k}={v!r}" for k, v in params.items())
-        return f"{type(self).__name__}({args})"

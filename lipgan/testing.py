@@ -105,7 +105,6 @@ def check_gin_configurable(cls, kwargs=None) -> None:
 
     Clears gin's global config before and after (as ``lipgan run`` does before parsing).
     """
-    import gin
     from lipgan.constraint import Constraint
     from lipgan.errors import PluginError
     from lipgan.registry import Registry
@@ -129,14 +128,10 @@ def check_gin_configurable(cls, kwargs=None) -> None:
     assert not unknown or any(p.kind == p.VAR_KEYWORD for p in params.values()), (
         f"constraint_kwargs {sorted(unknown)} are not parameters of {cls.__name__}.__init__"
     )
-    registry.make_gin_configurable()
-    gin.clear_config()
-    try:
-        bindings = "\n".join(f"{cls.name}.{k} = {v!r}" for k, v in kwargs.items())
-        gin.parse_config(bindings)
-        configured = gin.get_configurable(f"lipgan.{cls.name}")()
-    finally:
-        gin.clear_config()
+    from lipgan import config
+
+    config.register_configurables(registry)
+    configured = config.configured(cls, kwargs)
     assert type(configured) is cls, f"gin built {type(configured)!r}, expected {cls!r}"
     direct = cls(**kwargs)
     assert repr(configured) == repr(direct), (
@@ -339,7 +334,7 @@ def check_replica_invariance(
 
 def _probe(request: dict) -> list[dict]:
     """Subprocess side: split the CPU, then compute penalties and critic gradients per spec."""
-    from lipgan_plugins.mirrored import split_host_cpu
+    from lipgan.strategy import split_host_cpu
 
     devices = split_host_cpu(request["replicas"])  # first TF work in this process
     import keras

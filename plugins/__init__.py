@@ -1,5 +1,8 @@
 """lipgan's built-in plugins, one short module each (installed as ``lipgan_plugins``).
 
-They use exactly the public contract a third-party plugin uses: ``lipgan.hookimpl`` plus the
-``Constraint`` / ``StrategyPlugin`` base classes. ``lipgan.plugins.BUILTIN_PLUGINS`` lists them.
+They are written as a third-party plugin would be: ``lipgan.hookimpl``, the ``Constraint`` /
+``StrategyPlugin`` base classes and lipgan's public modules (``lipgan.penalties``, ``lipgan.models``,
+``lipgan.strategy``). The core never imports them: the plugin manager loads them by name
+(``lipgan.plugins.BUILTIN_PLUGINS``), and Python code reaches their classes as
+``lipgan.constraints.GradientPenalty`` or ``lipgan.strategies.Mirrored``.
 """

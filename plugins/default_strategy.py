@@ -5,7 +5,7 @@ import tensorflow as tf
 from lipgan import StrategyPlugin, hookimpl
 
 
-class DefaultStrategy(StrategyPlugin):
+class Default(StrategyPlugin):
     """The default (no-op) distribution strategy: one replica on the first visible device."""
 
     name = "default"
@@ -15,6 +15,10 @@ class DefaultStrategy(StrategyPlugin):
         return tf.distribute.get_strategy()
 
 
+#: The name it had before ``lipgan.strategies`` existed.
+DefaultStrategy = Default
+
+
 @hookimpl
 def lipgan_register_strategies(register):
-    register(DefaultStrategy)
+    register(Default)

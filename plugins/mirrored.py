@@ -7,25 +7,8 @@ devices, so it must be the first thing a process does with TF; otherwise the err
 
 import tensorflow as tf
 
-from lipgan import StrategyPlugin, StrategyUnavailable, hookimpl
-
-
-def split_host_cpu(n: int) -> list[str]:
-    """Make the host CPU appear as ``n`` logical devices; returns their names."""
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    try:
-        tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(n)]
-        )
-    except RuntimeError:
-        pass  # already initialized: acceptable only if the split is already what we need
-    logical = tf.config.list_logical_devices("CPU")
-    if len(logical) != n:
-        raise StrategyUnavailable(
-            f"cannot split the CPU into {n} logical devices: TensorFlow already initialized "
-            f"{len(logical)}; set mirrored.logical_cpus in a fresh process before any TF work"
-        )
-    return [d.name for d in logical]
+from lipgan import StrategyPlugin, hookimpl
+from lipgan.strategy import split_host_cpu
 
 
 class Mirrored(StrategyPlugin):

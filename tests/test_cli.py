@@ -147,6 +147,8 @@ def test_unprepared_dataset_says_how_to_prepare_it(tmp_path):
         "dataset.name='cifar10'",
         "--bind",
         f"dataset.data_dir='{tmp_path}'",
+        "--bind",
+        "dataset.download=False",
         "--run-dir",
         str(tmp_path / "r"),
     )

@@ -64,5 +64,5 @@ def test_image_pipeline_on_mock_data(name, shape):
 
 def test_missing_dataset_error_names_the_folder(tmp_path):
     with pytest.raises(DatasetError, match="tfds build mnist") as info:
-        load_examples("mnist", data_dir=str(tmp_path))
+        load_examples("mnist", data_dir=str(tmp_path), download=False)
     assert str(tmp_path) in str(info.value)

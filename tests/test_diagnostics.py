@@ -154,12 +154,11 @@ def test_train_writes_diagnostics_and_toy_metrics(tmp_path):
             diagnostics_every=diagnostics_every,
             plot_samples=0,
             run_dir=str(run_dir),
-            log=lambda line: None,
         )
 
-    probed = run(tmp_path, 2)
+    probed = run(tmp_path, 2).metrics
     # probing (its own data stream and noise, shorter compiled calls) leaves training unchanged
-    assert probed == pytest.approx(run(tmp_path / "plain", 0), rel=1e-5)
+    assert probed == pytest.approx(run(tmp_path / "plain", 0).metrics, rel=1e-5)
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     diag = [r for r in records if "diag/spectral_norm_product" in r]
     assert [r["step"] for r in diag] == [2, 4]  # the chunks were cut at the diagnostics interval

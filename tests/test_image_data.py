@@ -72,7 +72,7 @@ def test_bad_cache_value_is_rejected():
 
 def test_missing_dataset_names_it_the_dir_and_tfds_build(tmp_path):
     with pytest.raises(DatasetError) as info:
-        load_examples("cifar10", data_dir=str(tmp_path))
+        load_examples("cifar10", data_dir=str(tmp_path), download=False)
     message = str(info.value)
     assert "\n" not in message
     assert "'cifar10'" in message and str(tmp_path) in message and "tfds build cifar10" in message

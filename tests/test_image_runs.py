@@ -47,7 +47,17 @@ def test_image_configs_train_on_mock_data(tmp_path, bindings):
 
 def test_missing_image_dataset_is_one_line_on_the_cli(tmp_path, monkeypatch):
     monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "empty"))
-    result = _run(["--gin", "wgangp_digits", "--bind", "dataset.name='fashion_mnist'"], tmp_path)
+    result = _run(
+        [
+            "--gin",
+            "wgangp_digits",
+            "--bind",
+            "dataset.name='fashion_mnist'",
+            "--bind",
+            "dataset.download=False",
+        ],
+        tmp_path,
+    )
     assert result.exit_code == 1
     lines = [ln for ln in result.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("Error: dataset 'fashion_mnist' is not prepared")

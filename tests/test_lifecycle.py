@@ -293,7 +293,7 @@ def test_different_config_is_refused_then_forced(tmp_path):
         "--run-dir",
         str(run_dir),
     )
-    one_line_error(refused, "different config", "gradient_penalty.weight: 0.1 -> 1.0", "--force")
+    one_line_error(refused, "different config", "constraint.weight: 0.1 -> 1.0", "--force")
     assert snapshot(run_dir) == before  # nothing written
 
     forced = train(run_dir, 10, "--bind", "gradient_penalty.weight=1.0", "--force")

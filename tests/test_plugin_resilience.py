@@ -175,3 +175,26 @@ def test_cli_plugins_json_reports_plugins_failures_and_blocked(tmp_path):
     assert "RuntimeError: boom in hook" in failed["half_done"]["error"]
     assert payload["blocked"] == ["r1", "tpu"]
     assert not {"r1", "tpu", "half_done"} & set(plugins)
+
+
+MISSPELLED_HOOK = """
+from lipgan import Constraint, hookimpl
+
+class Typo(Constraint):
+    name = "typo_constraint"
+
+@hookimpl
+def lipgan_register_constraint(register):  # missing the final "s"
+    register(Typo)
+"""
+
+
+def test_a_misspelled_hook_is_reported_not_silently_ignored(site):
+    good(site)
+    make_dist(site, "lipgan-typo", "0.1", "typo", "typo_plugin", MISSPELLED_HOOK)
+    discovery = load_registry()
+    [failure] = discovery.failures
+    assert (failure.plugin, failure.source) == ("typo", "lipgan-typo 0.1")
+    assert "lipgan_register_constraint" in failure.error
+    assert "lipgan_register_constraints" in failure.error  # what it could have meant
+    assert "fake_good" in discovery.registry.names("constraint")  # the others still load

@@ -68,10 +68,9 @@ def markdown_table(records: list[dict]) -> str:
 
 def chart(records: list[dict], path: Path) -> None:
     """Bar chart: time relative to ``none`` per constraint, one panel per (model, measurement)."""
-    import matplotlib
+    from lipgan.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     panels = sorted({(r["model"], r["measurement"]) for r in records if r["time_ratio_vs_none"]})
     if not panels:

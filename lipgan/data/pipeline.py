@@ -58,18 +58,77 @@ def _builder(name: str, data_dir: str | None):
         raise DatasetError(f"dataset {name!r}: {str(exc).splitlines()[0]}") from None
 
 
-def _prepare(builder, name: str):
-    """Return a prepared builder: lipgan's own datasets are built on first use; for any other, a
-    one-line error saying how to prepare it."""
+def _prepare(builder, name: str, download: bool = True):
+    """Return a prepared builder: lipgan's own datasets are built on first use; any other is
+    downloaded and prepared by TFDS when ``download`` (as ``tfds.load`` does), else a one-line
+    error says how to prepare it."""
     if builder.is_prepared():
         return builder
     if builder.name in OFFLINE_BUILDERS:
         return _prepare_offline(builder, name)
-    raise DatasetError(
-        f"dataset {name!r} is not prepared in {builder.data_dir_root}; lipgan never downloads "
-        f"at run time: run `tfds build {name.split(':')[0]} --data_dir DIR` where there is network, "
-        "then set dataset.data_dir (or TFDS_DATA_DIR) to DIR, or try the pipeline with --mock-data"
+    how = (
+        f"run `tfds build {name.split(':')[0]} --data_dir DIR` where there is network, copy DIR "
+        "here and set dataset.data_dir (or TFDS_DATA_DIR) to it, or try the pipeline with --mock-data"
     )
+    if not download:
+        raise DatasetError(
+            f"dataset {name!r} is not prepared in {builder.data_dir_root} and dataset.download is "
+            f"False: {how}"
+        )
+    return _download(
+        builder, name, f"dataset {name!r} is not prepared in {builder.data_dir_root}", how
+    )
+
+
+#: How often a failing URL is retried. TFDS's own default (10, with exponential backoff) keeps a
+#: machine without network waiting about 3.5 minutes per file before it says so.
+DOWNLOAD_RETRIES = 2
+#: Seconds to wait for a download host to accept a connection before calling it unreachable.
+CONNECT_TIMEOUT = 5.0
+
+
+def _unreachable_host(builder) -> str | None:
+    """The first host of the builder's registered download URLs that does not answer, if any.
+
+    A quick check before TFDS starts its downloads, so that a machine without network fails in
+    seconds; builders that register no URLs (no checksums file) are not checked here.
+    """
+    import socket
+    from urllib.parse import urlsplit
+
+    try:
+        urls = list(builder.url_infos or ())
+    except Exception:  # noqa: BLE001 - a builder without a checksums file: nothing to check
+        return None
+    hosts = {
+        (u.hostname, u.port or (80 if u.scheme == "http" else 443))
+        for u in map(urlsplit, urls)
+        if u.hostname
+    }
+    for host, port in sorted(hosts):
+        try:
+            socket.create_connection((host, port), timeout=CONNECT_TIMEOUT).close()
+        except OSError as exc:
+            return f"{host}: {exc.strerror or type(exc).__name__}"
+    return None
+
+
+def _download(builder, name: str, where: str, how: str):
+    """Download and prepare a public dataset with TFDS (and its progress bars), failing fast."""
+    from tensorflow_datasets.core.download import downloader
+
+    unreachable = _unreachable_host(builder)
+    if unreachable:
+        raise DatasetError(f"{where} and cannot be downloaded ({unreachable}): {how}")
+    retries, downloader.MAX_RETRIES = downloader.MAX_RETRIES, DOWNLOAD_RETRIES
+    try:
+        builder.download_and_prepare()
+    except Exception as exc:  # noqa: BLE001 - network, HTTP, checksum and disk errors alike
+        reason = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+        raise DatasetError(f"{where} and could not be downloaded ({reason[:200]}): {how}") from None
+    finally:
+        downloader.MAX_RETRIES = retries
+    return _builder(name, str(builder.data_dir_root))
 
 
 def _prepare_offline(builder, name: str):
@@ -142,16 +201,18 @@ def load_examples(
     feature: str | None = None,
     image_size: int | None = None,
     center_crop: int | None = None,
+    download: bool = True,
 ) -> tf.data.Dataset:
     """Unbatched float32 examples of ``name``; images scaled to [-1, 1], optionally centre-cropped
-    to a ``center_crop`` square and resized to ``image_size`` (defaults: :data:`IMAGE_DEFAULTS`)."""
+    to a ``center_crop`` square and resized to ``image_size`` (defaults: :data:`IMAGE_DEFAULTS`).
+    A public dataset that is not prepared yet is downloaded when ``download`` (as ``tfds.load``)."""
     data_dir = data_dir or os.environ.get("TFDS_DATA_DIR")
     builder = _builder(name, data_dir)
     defaults = IMAGE_DEFAULTS.get(_base_name(name), {})
     image_size = image_size if image_size is not None else defaults.get("image_size")
     center_crop = center_crop if center_crop is not None else defaults.get("center_crop")
     if not _MOCKING.get():
-        builder = _prepare(builder, name)
+        builder = _prepare(builder, name, download)
     keys = list(builder.info.features.keys())
     key = feature or ("image" if "image" in keys else "x" if "x" in keys else keys[0])
     if key not in keys:
@@ -189,6 +250,7 @@ def dataset(
     center_crop: int | None = None,
     shuffle_buffer: int = 10_000,
     cache: bool | str = "auto",
+    download: bool = True,
 ):
     """Gin-facing description of the training data (``train.dataset = @dataset()``).
 
@@ -199,12 +261,16 @@ def dataset(
     :data:`CACHE_LIMIT_BYTES` (CIFAR-10, MNIST, digits; not 64x64 CelebA). Sharding across workers is
     not done here: ``WGAN.distribute`` gives every replica its rows of each *global* batch, so the
     batches are the same whatever the number of workers.
+
+    ``download`` (default True, as in ``tfds.load``): a public dataset that is not prepared in
+    ``data_dir`` is downloaded and prepared there on first use, with TFDS's progress bars; without
+    network it fails within seconds with a one-line error that says how to prepare it elsewhere.
     """
     if cache not in (True, False, "auto"):
         raise ValueError(f"dataset.cache must be True, False or 'auto', got {cache!r}")
 
     def make(global_batch_size: int, seed: int) -> tf.data.Dataset:
-        ds = load_examples(name, split, data_dir, feature, image_size, center_crop)
+        ds = load_examples(name, split, data_dir, feature, image_size, center_crop, download)
         if cache is True or (
             cache == "auto" and _fits_in_memory(ds, _num_examples(name, split, data_dir))
         ):
@@ -214,4 +280,15 @@ def dataset(
 
     make.dataset_name = name
     make.data_dir = data_dir
+    # What decides the examples and their order (the run dir's settings record); not where they
+    # are stored, so a run may resume with its data prepared elsewhere.
+    make.settings = {
+        "name": name,
+        "split": split,
+        "feature": feature,
+        "image_size": image_size,
+        "center_crop": center_crop,
+        "shuffle_buffer": shuffle_buffer,
+        "cache": cache,
+    }
     return make

@@ -10,12 +10,9 @@ ROW_LABELS = {"weight_clip": "Weight clipping", "gradient_penalty": "Gradient pe
 
 
 def _pyplot():
-    import matplotlib
+    from lipgan.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return pyplot()
 
 
 def plot_fig1a(result: dict, path) -> None:

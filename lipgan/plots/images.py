@@ -42,10 +42,9 @@ def save_grid(path, images: np.ndarray, cols: int | None = None, scale: int = 1)
 
     ``path`` may also be a binary file object (a PNG for TensorBoard in memory).
     """
-    import matplotlib
+    from lipgan.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     tiled = grid(images, cols)
     if scale > 1:

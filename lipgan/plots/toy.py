@@ -17,10 +17,9 @@ def plot_samples(
     path, critic, real: np.ndarray, fake: np.ndarray, title: str = "", lim: float = 3.0
 ):
     """Write a PNG: critic contour, real points (orange) and generated points (green)."""
-    import matplotlib
+    from lipgan.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     xs, ys, values = critic_surface(critic, lim)
     fig, ax = plt.subplots(figsize=(5, 5), dpi=100)

@@ -77,8 +77,7 @@ QUICK = Settings(a_steps=100, grid=64, points=256, b_iterations=5, b_n_critic=1,
 
 # -- 1a -------------------------------------------------------------------------------------------
 def _constraint(kind: str, c: float | None = None):
-    from lipgan_plugins.gradient_penalty import GradientPenalty
-    from lipgan_plugins.weight_clip import WeightClip
+    from lipgan.constraints import GradientPenalty, WeightClip
 
     return WeightClip(c=c) if kind == "weight_clip" else GradientPenalty(weight=TOY_GP_WEIGHT)
 

@@ -1,0 +1,459 @@
+"""lipgan's Python API: :class:`Trainer` builds a WGAN from plain Python objects and trains it.
+
+The CLI is a client of this module: ``lipgan run`` turns gin bindings into the arguments below and
+calls :meth:`Trainer.fit`, so resuming, checkpoints, the non-finite guard, interrupts, TensorBoard,
+evaluation and sample images behave the same from Python as from the command line::
+
+    import keras, lipgan
+    from lipgan.constraints import GradientPenalty
+
+    trainer = lipgan.Trainer(
+        data="lipgan_toy/8gaussians",                 # a TFDS name, a tf.data.Dataset, or a factory
+        critic=lambda shape: lipgan.models.mlp_critic(shape, width=128),   # or a keras.Model
+        generator=lambda shape: lipgan.models.mlp_generator(shape, width=128),
+        constraint=GradientPenalty(weight=0.1),
+        step=lipgan.StepConfig(global_batch_size=256, n_critic=5, seed=0),
+        intervals=lipgan.Intervals(log_every=100, checkpoint_every=500),
+    )
+    state = trainer.fit(steps=1000, run_dir="runs/gp")   # re-running it resumes the run
+    points = trainer.sample(1024)
+
+The shape follows flax's ``train_and_evaluate(config, workdir) -> state`` and Keras' ``fit``: the
+trainer owns the models; :meth:`fit` returns a :class:`TrainState` holding them, the step and the
+metrics history; ``callbacks`` see every logged step.
+
+A run dir records :meth:`Trainer.settings`, a canonical JSON description of everything that
+determines what a step computes (no gin needed), so re-using a run dir with a different learning
+rate, penalty weight or architecture is refused from Python exactly as from the CLI.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from lipgan import evaluation
+from lipgan.constraint import Constraint
+from lipgan.engine import WGAN, StepConfig
+from lipgan.errors import CheckpointError, ConfigError
+from lipgan.strategy import StrategyPlugin
+
+
+@dataclasses.dataclass(frozen=True)
+class Intervals:
+    """What the host loop does between compiled calls, and how often (in steps; 0 = never).
+
+    None of these change what a step computes, so they may change when a run is resumed.
+    ``steps_per_execution`` is how many iterations one compiled call runs (the host loop that keeps
+    TPUs busy); each call still ends on the next interval boundary.
+    """
+
+    log_every: int = 100
+    checkpoint_every: int = 1000
+    max_checkpoints: int = 3
+    diagnostics_every: int = 0
+    eval_every: int = 0
+    eval_samples: int = 2048
+    histogram_every: int = 0
+    plot_samples: int = 1024
+    steps_per_execution: int = 1
+
+    def __post_init__(self):
+        for name in ("log_every", "max_checkpoints", "steps_per_execution"):
+            _check_int(getattr(self, name), name, minimum=1)
+        for name in ("checkpoint_every", "diagnostics_every", "eval_every", "histogram_every"):
+            _check_int(getattr(self, name), name, minimum=0, note=" (0 = off)")
+        _check_int(self.eval_samples, "eval_samples", minimum=2)
+        _check_int(self.plot_samples, "plot_samples", minimum=0, note=" (0 = off)")
+
+
+def _check_int(value, name: str, minimum: int, note: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ConfigError(
+            f"train.{name}={value!r} is invalid: must be an integer >= {minimum}{note}"
+        )
+
+
+class Callback:
+    """Hooks into :meth:`Trainer.fit` on the host, between compiled calls (Keras-style)."""
+
+    def on_log(self, step: int, metrics: dict) -> None:
+        """Called at every logged step with the metrics written to ``metrics.jsonl``."""
+
+    def on_train_end(self, state: TrainState) -> None:
+        """Called once when :meth:`Trainer.fit` returns normally."""
+
+
+@dataclasses.dataclass
+class TrainState:
+    """What :meth:`Trainer.fit` returns: the trained models, where training stopped, and the record."""
+
+    critic: keras.Model
+    generator: keras.Model
+    step: int
+    metrics: (
+        dict  # the last iteration's metrics (critic_loss, wasserstein, penalty, generator_loss)
+    )
+    history: list[dict]  # every logged row of this call, as in metrics.jsonl
+    run_dir: Path | None
+
+
+# -- turning plain Python objects into what the engine needs ---------------------------------------
+class _GivenStrategy(StrategyPlugin):
+    """A ``tf.distribute.Strategy`` the caller already made (or TensorFlow's default one)."""
+
+    name = "given"
+
+    def __init__(self, strategy: tf.distribute.Strategy | None = None):
+        self._strategy = strategy
+
+    def create(self) -> tf.distribute.Strategy:
+        return self._strategy or tf.distribute.get_strategy()
+
+    def is_chief(self, strategy) -> bool:
+        return bool(strategy.extended.should_checkpoint)
+
+    def __repr__(self) -> str:
+        return f"{type(self._strategy or tf.distribute.get_strategy()).__name__}()"
+
+
+def _strategy_plugin(strategy) -> StrategyPlugin:
+    if strategy is None or isinstance(strategy, tf.distribute.Strategy):
+        return _GivenStrategy(strategy)
+    if isinstance(strategy, StrategyPlugin):
+        return strategy
+    raise ConfigError(
+        f"strategy must be a lipgan strategy (e.g. lipgan.strategies.Mirrored()) or a "
+        f"tf.distribute.Strategy; got {strategy!r}"
+    )
+
+
+def _model_factory(model, what: str) -> Callable:
+    """A ``data_shape -> keras.Model`` factory, called inside ``strategy.scope()`` by the engine."""
+    if isinstance(model, keras.Model):
+
+        def reuse(data_shape):
+            if tf.distribute.get_strategy().num_replicas_in_sync == 1:
+                return model
+            # Variables made outside strategy.scope() are not mirrored: rebuild the same
+            # architecture in scope and copy the weights over.
+            try:
+                clone = keras.models.clone_model(model)
+            except (ValueError, TypeError):
+                raise ConfigError(
+                    f"{what}: a subclassed keras.Model made outside strategy.scope() cannot be "
+                    "replicated; pass a factory (data_shape -> model) instead"
+                ) from None
+            clone.set_weights(model.get_weights())
+            return clone
+
+        return reuse
+    if callable(model):
+        return model
+    raise ConfigError(
+        f"{what} must be a keras.Model or a factory data_shape -> model; got {model!r}"
+    )
+
+
+def _optimizer_factory(optimizer, what: str) -> Callable:
+    """A factory making the optimizer in ``strategy.scope()`` (its variables must be mirrored)."""
+    if optimizer is None:
+        # Gulrajani et al. 2017, Algorithm 1: Adam(1e-4, β1 = 0.5, β2 = 0.9).
+        return lambda: keras.optimizers.Adam(1e-4, beta_1=0.5, beta_2=0.9)
+    if isinstance(optimizer, keras.optimizers.Optimizer):
+        config = optimizer.get_config()
+        return lambda: type(optimizer).from_config(config)
+    if callable(optimizer):
+        return optimizer
+    raise ConfigError(f"{what} must be a keras optimizer or a factory; got {optimizer!r}")
+
+
+def _data_factory(data) -> Callable:
+    """``(global_batch_size, seed) -> tf.data.Dataset`` of global batches, from what the user gave."""
+    if isinstance(data, str):
+        from lipgan.data.pipeline import dataset
+
+        return dataset(data)
+    if isinstance(data, tf.data.Dataset):
+        examples = data
+
+        def batches(global_batch_size: int, seed: int) -> tf.data.Dataset:
+            # The caller's pipeline, as given: lipgan only repeats and batches it (static shapes).
+            return examples.repeat().batch(global_batch_size, drop_remainder=True)
+
+        batches.settings = {"element_spec": str(data.element_spec)}
+        return batches
+    if callable(data):
+        return data
+    raise ConfigError(
+        f"data must be a dataset name, a tf.data.Dataset of examples, or a factory "
+        f"(global_batch_size, seed) -> dataset; got {data!r}"
+    )
+
+
+# -- the canonical settings record ---------------------------------------------------------------
+def _plain(value):
+    """A JSON-stable form of a setting (numbers, strings, lists, dicts; anything else as repr).
+
+    Floats are written at float32 precision (shortest repr): Keras keeps hyper-parameters in float32
+    variables, so 1e-3 reads back as 0.0010000000474974513; both mean the same setting.
+    """
+    return json.loads(json.dumps(value, sort_keys=True, default=repr), parse_float=_float32)
+
+
+def _float32(text: str) -> float:
+    return float(str(np.float32(float(text))))
+
+
+def _object_settings(obj) -> dict:
+    """A plugin instance's name and public attributes (its constructor parameters, by convention)."""
+    params = {k: v for k, v in vars(obj).items() if not k.startswith("_")}
+    return _plain({"class": getattr(obj, "name", "") or type(obj).__qualname__, **params})
+
+
+def _leaf_layers(model) -> list:
+    layers = []
+    for layer in getattr(model, "layers", []):
+        layers.extend(_leaf_layers(layer) if getattr(layer, "layers", None) else [layer])
+    return layers
+
+
+def model_settings(model: keras.Model) -> dict:
+    """Architecture of a built model: parameter count and a hash of its layers' configs.
+
+    Layer names are left out of the hash (Keras numbers unnamed layers per process), so the same
+    factory gives the same record in every process.
+    """
+    configs = []
+    for layer in _leaf_layers(model):
+        config = dict(layer.get_config())
+        config.pop("name", None)
+        configs.append([type(layer).__name__, config])
+    digest = hashlib.sha256(json.dumps(_plain(configs), sort_keys=True).encode()).hexdigest()
+    return {"parameters": int(model.count_params()), "architecture": digest[:16]}
+
+
+def optimizer_settings(optimizer) -> dict:
+    config = dict(optimizer.get_config())
+    config.pop("name", None)
+    return _plain({"class": type(optimizer).__name__, **config})
+
+
+def data_settings(data: Callable) -> dict:
+    settings = getattr(data, "settings", None)
+    if settings is not None:
+        return _plain(settings)
+    return {
+        "factory": f"{getattr(data, '__module__', '')}.{getattr(data, '__qualname__', repr(data))}"
+    }
+
+
+# -- the trainer -----------------------------------------------------------------------------------
+class Trainer:
+    """A WGAN on a strategy, ready to :meth:`fit`, :meth:`evaluate` and :meth:`sample`.
+
+    Arguments are plain Python objects:
+
+    * ``data``: a TFDS or lipgan dataset name (``"lipgan_toy/8gaussians"``, ``"cifar10"``), a
+      ``tf.data.Dataset`` of single examples (lipgan repeats and batches it; shuffle it yourself),
+      or a factory ``(global_batch_size, seed) -> tf.data.Dataset`` of global batches;
+    * ``critic`` / ``generator``: a ``keras.Model`` or a factory ``data_shape -> keras.Model``
+      (a factory is called inside ``strategy.scope()``; a model made outside it is cloned there
+      when the strategy has several replicas);
+    * ``constraint``: a :class:`lipgan.Constraint` (``lipgan.constraints.GradientPenalty()``...);
+    * ``strategy``: a lipgan strategy (``lipgan.strategies.Mirrored()``), a
+      ``tf.distribute.Strategy``, or None for TensorFlow's default;
+    * ``critic_optimizer`` / ``generator_optimizer``: a Keras optimizer or a factory (default:
+      WGAN-GP's Adam(1e-4, 0.5, 0.9)); an optimizer is re-made from its config in scope;
+    * ``step``: :class:`lipgan.StepConfig` (batch, n_critic, seed, XLA, precision);
+    * ``intervals``: :class:`Intervals` (logging, checkpoints, evaluation...).
+
+    Building seeds Keras and TensorFlow with ``step.seed`` (initial weights and any op without its
+    own seed), as ``lipgan run`` does.
+    """
+
+    def __init__(
+        self,
+        *,
+        data,
+        critic,
+        generator,
+        constraint: Constraint,
+        strategy=None,
+        critic_optimizer=None,
+        generator_optimizer=None,
+        step: StepConfig | None = None,
+        intervals: Intervals | None = None,
+        checkpoint_input: bool = True,
+        inception_weights: str | None = None,
+    ):
+        if not isinstance(constraint, Constraint):
+            raise ConfigError(
+                f"train.constraint must be a constraint, e.g. @gradient_penalty(); got {constraint!r}"
+            )
+        self.strategy = _strategy_plugin(strategy)
+        self.step_config = step or StepConfig(global_batch_size=256)
+        self.intervals = intervals or Intervals()
+        self.constraint = constraint
+        self.dataset = _data_factory(data)
+        self.checkpoint_input = bool(checkpoint_input)
+        self.inception_weights = inception_weights
+        config = self.step_config
+        self.tf_strategy = self.strategy.create()
+        # Seed first: TF ops without their own seed (and the data pipeline's defaults) then behave
+        # the same in every process, and initial weights are identical on any replica count.
+        keras.utils.set_random_seed(config.seed)
+        self.data = self.dataset(config.global_batch_size, config.seed)
+        # And again: building a dataset the first time on a machine consumes global random state
+        # (TFDS runs TF ops), which must not change the first run's initial weights.
+        keras.utils.set_random_seed(config.seed)
+        self.wgan = WGAN(
+            self.tf_strategy,
+            critic=_model_factory(critic, "critic"),
+            generator=_model_factory(generator, "generator"),
+            critic_optimizer=_optimizer_factory(critic_optimizer, "critic_optimizer"),
+            generator_optimizer=_optimizer_factory(generator_optimizer, "generator_optimizer"),
+            constraint=constraint,
+            data_shape=self.data.element_spec.shape[1:],
+            config=config,
+        )
+
+    # -- what the trainer holds ------------------------------------------------------------------
+    @property
+    def critic(self) -> keras.Model:
+        return self.wgan.critic
+
+    @property
+    def generator(self) -> keras.Model:
+        return self.wgan.generator
+
+    @property
+    def step(self) -> int:
+        """Iterations trained so far (restored ones included)."""
+        return int(self.wgan.iteration.numpy())
+
+    @property
+    def seed(self) -> int:
+        return self.step_config.seed
+
+    @property
+    def global_batch_size(self) -> int:
+        return self.step_config.global_batch_size
+
+    @property
+    def chief(self) -> bool:
+        return self.strategy.is_chief(self.tf_strategy)
+
+    def settings(self) -> dict:
+        """Everything that decides what a step computes, as canonical JSON-able data.
+
+        Recorded in the run dir (``settings.json``) and compared when the dir is reused: only the
+        keys in :data:`lipgan.rundir.RESUMABLE_SETTINGS` may differ without ``force``.
+        """
+        return {
+            "data": data_settings(self.dataset),
+            "critic": model_settings(self.wgan.critic),
+            "generator": model_settings(self.wgan.generator),
+            "constraint": _object_settings(self.constraint),
+            "strategy": _object_settings(self.strategy),
+            "critic_optimizer": optimizer_settings(self.wgan.critic_optimizer),
+            "generator_optimizer": optimizer_settings(self.wgan.generator_optimizer),
+            "step": _plain(dataclasses.asdict(self.step_config)),
+            "intervals": dataclasses.asdict(self.intervals),
+            "checkpoint_input": self.checkpoint_input,
+            "inception_weights": self.inception_weights,
+        }
+
+    # -- training --------------------------------------------------------------------------------
+    def fit(
+        self,
+        steps: int,
+        *,
+        run_dir: str | Path | None = None,
+        force: bool = False,
+        callbacks: Iterable[Callback] = (),
+        progress=None,
+        config_text: str | None = None,
+        operative_config: Callable[[], str] | None = None,
+    ) -> TrainState:
+        """Train until ``steps`` iterations (each ``n_critic`` critic updates + 1 generator update).
+
+        With ``run_dir``, a directory holding a run of the same settings is resumed from its latest
+        checkpoint (a different one is refused unless ``force``), checkpoints and metrics are
+        written there, SIGINT/SIGTERM stop with a checkpoint (:class:`lipgan.errors.Interrupted`),
+        and a non-finite loss or gradient raises :class:`lipgan.errors.NonFiniteLossError` naming the
+        term and step. ``config_text`` / ``operative_config`` are the CLI's gin record
+        (``config.gin``, ``operative_config.gin``); Python callers leave them out.
+        """
+        from lipgan.progress import Progress
+        from lipgan.run import TrainingLoop
+
+        _check_int(steps, "steps", minimum=1)
+        loop = TrainingLoop(
+            self,
+            self.data,
+            progress or Progress(print),
+            steps=int(steps),
+            callbacks=list(callbacks),
+        )
+        return loop.run(
+            run_dir,
+            force=force,
+            settings=self.settings(),
+            config_text=config_text,
+            operative_config=operative_config,
+        )
+
+    # -- using a trained (or restored) model -----------------------------------------------------
+    def restore(self, run_dir: str | Path, warn: Callable[[str], None] = print) -> int:
+        """Load the latest readable checkpoint of ``run_dir`` (models only); its step."""
+        from lipgan.checkpoint import RunCheckpoint
+
+        checkpoint = RunCheckpoint(run_dir, self.wgan, training=False)
+        if not checkpoint.available():
+            raise CheckpointError(
+                f"no checkpoint in {Path(run_dir) / 'checkpoints'}; train first with "
+                f"`lipgan run --run-dir {run_dir}`"
+            )
+        return checkpoint.restore(warn)
+
+    def evaluate(self, num_samples: int | None = None) -> dict:
+        """The metrics that apply to this data (``lipgan eval``'s), as ``{'eval/...': float}``."""
+        return evaluation.evaluate(
+            self.wgan,
+            self.dataset,
+            seed=self.seed,
+            batch_size=self.global_batch_size,
+            num_samples=num_samples or self.intervals.eval_samples,
+            inception_weights=self.inception_weights,
+        )
+
+    def sample(self, n: int, seed: int | None = None) -> np.ndarray:
+        """``n`` generated examples from a fixed noise (the same ``seed`` gives the same samples)."""
+        return evaluation.generate(self.wgan, n, self.seed if seed is None else seed)
+
+    def render(self, n: int) -> bytes | None:
+        """A PNG of ``n`` samples (2-D: over the critic's contour, with real points; images: a grid)."""
+        real = None
+        if self.wgan.data_shape == (2,):
+            real = evaluation.real_samples(self.dataset, n, self.global_batch_size, self.seed)
+        return evaluation.render(self.wgan, self.sample(n), real, title=f"step {self.step}")
+
+
+def flat_settings(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{'constraint.weight': 10.0, ...}``: nested settings as dotted keys (for diffs)."""
+    out = {}
+    for key, value in settings.items():
+        if isinstance(value, dict) and value:
+            out.update(flat_settings(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
