@@ -29,9 +29,13 @@ TRUE_W1 = 3.0
 
 
 def gp_optimum(weight: float, target: float = 1.0) -> tuple[float, float]:
-    """(‖∇D‖, critic gap) of the best linear critic under weight·(‖∇D‖ − target)² on the pair."""
+    """(‖∇D‖, critic gap) of the best linear critic under weight·(‖∇D‖ − γ)²/γ² on the pair.
+
+    That is ``gradient_penalty``'s convention (ProGAN's and TF-GAN's): a slope s earns
+    d·s − (λ/γ²)(s − γ)², maximal at s = γ + d·γ²/(2λ), with d the distance between the means.
+    """
     distance = FAKE_MEAN[0] - REAL_MEAN[0]
-    slope = target + distance / (2.0 * weight)
+    slope = target + distance * target**2 / (2.0 * weight)
     return slope, slope * distance
 
 

@@ -1,5 +1,5 @@
 """Built-in penalties against closed forms on a linear critic f(x) = w·x + b, whose gradient is w
-everywhere: GP = λ(‖w‖−t)², one-sided = λ·max(0, ‖w‖−t)², DRAGAN = λ(‖w‖−1)², R1 = γ/2·‖w‖²,
+everywhere: GP = λ(‖w‖−t)²/t², one-sided = λ·max(0, ‖w‖−t)²/t², DRAGAN = λ(‖w‖−1)², R1 = γ/2·‖w‖²,
 drift = ε·(w·x+b)²."""
 
 import keras
@@ -91,7 +91,9 @@ def test_gradient_penalty_target_and_one_sided(w, one_sided):
         excess = max(excess, 0.0)
     constraint = GradientPenalty(weight=3.0, target=0.75, one_sided=one_sided)
     got = constraint.penalty(linear_critic(w), real, fake, ctx()).numpy()
-    np.testing.assert_allclose(got, np.full(BATCH, 3.0 * excess**2), rtol=1e-5, atol=1e-7)
+    # The published convention for γ ≠ 1 (ProGAN, TF-GAN): λ(‖g‖ − γ)²/γ² = λ(‖g‖/γ − 1)².
+    expected = 3.0 * excess**2 / 0.75**2
+    np.testing.assert_allclose(got, np.full(BATCH, expected), rtol=1e-5, atol=1e-7)
 
 
 def test_gradient_penalty_drift_adds_eps_times_squared_real_score():

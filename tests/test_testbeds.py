@@ -8,12 +8,21 @@ from lipgan_plugins.gradient_penalty import GradientPenalty
 
 def test_gp_optimum_closed_form():
     assert gp_optimum(10.0) == pytest.approx((1.15, 3.45))
-    assert gp_optimum(5.0, target=2.0) == pytest.approx((2.3, 6.9))
+    # γ = 2 under λ(‖g‖ − γ)²/γ²: s = γ + 3γ²/(2λ)
+    assert gp_optimum(5.0, target=2.0) == pytest.approx((3.2, 9.6))
 
 
 @pytest.mark.parametrize("weight", [10.0, 5.0])
 def test_fixed_pair_gradient_penalty_reaches_the_analytic_optimum(weight):
     result = fit_critic(GradientPenalty(weight=weight), iterations=150)
     norm, gap = gp_optimum(weight)
+    assert result.grad_norm == pytest.approx(norm, rel=0.02)
+    assert result.critic_gap == pytest.approx(gap, rel=0.02)
+
+
+def test_fixed_pair_gradient_penalty_with_target_2_reaches_its_closed_form():
+    """γ ≠ 1 under the published λ(‖g‖ − γ)²/γ² (ProGAN, TF-GAN): ‖∇D‖ = γ + 3γ²/(2λ) = 2.6."""
+    result = fit_critic(GradientPenalty(weight=10.0, target=2.0), iterations=150)
+    norm, gap = gp_optimum(10.0, target=2.0)
     assert result.grad_norm == pytest.approx(norm, rel=0.02)
     assert result.critic_gap == pytest.approx(gap, rel=0.02)
