@@ -19,6 +19,8 @@ Two ways to draw x̃ (``noise``), each with ``noise_scale`` c = 0.5 by default:
   global batch. No gradient flows through σ (the official code computes it in numpy).
 
 All random numbers come from the StepContext, so an example sees the same x̃ on any replica count.
+DRAGAN constrains the gradient only near the real data, so under it the engine's ``wasserstein``
+metric is a critic gap E D(real) − E D(fake), not a W1 estimate.
 """
 
 import tensorflow as tf

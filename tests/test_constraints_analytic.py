@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from lipgan import StepContext
-from lipgan_plugins.dragan import Dragan, perturb_real
+from lipgan_plugins.dragan import Dragan, global_batch_std, perturb_real, perturb_real_reference
 from lipgan_plugins.gradient_penalty import GradientPenalty
 from lipgan_plugins.lipschitz_penalty import LipschitzPenalty
 from lipgan_plugins.r1 import R1
@@ -59,6 +59,30 @@ def test_dragan_perturbs_real_data_within_its_noise_scale():
     moved = perturb_real(real, ctx(), 0.1).numpy() - real.numpy()
     assert np.all(np.abs(moved) > 0) and np.all(np.abs(moved) < 0.1 * 6)  # α·c·|δ|, |δ| < 6σ
     np.testing.assert_array_equal(perturb_real(real, ctx(), 0.0).numpy(), real.numpy())
+
+
+def test_dragan_reference_noise_is_the_official_codes():
+    """x̃ − x = α·c·σ·u with α, u ∈ [0, 1) and σ the std of all elements of the batch
+    (kodalinaveen3/DRAGAN: ``x + 0.5 * x.std() * np.random.random(x.shape)``, then interpolated)."""
+    real, _ = batches()
+    sigma = float(np.std(real.numpy()))
+    np.testing.assert_allclose(float(global_batch_std(real, ctx())), sigma, rtol=1e-6)
+    moved = perturb_real_reference(real, ctx(), 0.5).numpy() - real.numpy()
+    assert np.all(moved >= 0) and np.all(moved < 0.5 * sigma) and moved.max() > 0.1 * sigma
+    # σ scales the step: data 10× wider moves 10× further, with the same random numbers
+    wide = perturb_real_reference(real * 10, ctx(), 0.5).numpy() - 10 * real.numpy()
+    np.testing.assert_allclose(wide, 10 * moved, rtol=1e-4, atol=1e-5)
+    got = Dragan(weight=4.0, noise="reference").penalty(linear_critic(STEEP), real, real, ctx())
+    np.testing.assert_allclose(got.numpy(), np.full(BATCH, 4.0 * (2.0 - 1) ** 2), rtol=1e-5)
+
+
+def test_dragan_reference_noise_passes_the_kit_in_process():
+    from lipgan import testing
+
+    testing.check_penalty(Dragan(noise="reference"))
+    testing.check_compiled(Dragan(noise="reference"))  # tf.function and XLA equal eager
+    with pytest.raises(ValueError, match="noise"):
+        Dragan(noise="uniform")
 
 
 def test_dragan_penalizes_at_perturbed_real_points_not_fakes():

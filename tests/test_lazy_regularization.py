@@ -127,10 +127,11 @@ def _results(proc):
 
 
 @pytest.mark.slow
-def test_lazy_penalty_and_reference_dragan_are_replica_invariant():
+def test_lazy_penalty_reference_dragan_and_synced_spectral_norm_are_replica_invariant():
     """1 vs 2 mirrored logical CPUs, one step and 4 full iterations (8 critic updates: active and
-    inactive lazy updates, and DRAGAN's global-batch std all-reduced across the replicas)."""
-    specs = ("gradient_penalty:every=3", "dragan:noise=reference")
+    inactive lazy updates, DRAGAN's global-batch std all-reduced across the replicas, spectral
+    norm's u and σ broadcast from replica 0)."""
+    specs = ("gradient_penalty:every=3", "dragan:noise=reference", "spectral_norm")
     probe = REPO / "tests" / "replica_probe.py"
     procs = [start_python(probe, layout, *specs) for layout in ("default", "mirrored:2")]
     one, two = (_results(p) for p in procs)
