@@ -125,3 +125,42 @@ def fit_critic(
         critic_gap=scores(real) - scores(fake),
         wgan=wgan,
     )
+
+
+def critic_gaps(critic, n: int = 256, seed: int = 5) -> dict:
+    """E D(real) − E D(fake) on fresh fixed-pair samples, read three ways.
+
+    ``concat``: one ``training=True`` call on ``concat(real, fake)``, as the engine's critic loss
+    makes it; ``separate``: two ``training=True`` calls; ``inference``: ``training=False``, as the
+    penalties and the generator see the critic. A critic without batch statistics gives one number
+    three times; a batch-norm critic does not (``docs/plugins.md``, "no batch norm").
+    """
+    probe = np.random.default_rng(seed)
+    real = (np.asarray(REAL_MEAN) + STD * probe.standard_normal((n, 2))).astype("float32")
+    fake = (np.asarray(FAKE_MEAN) + STD * probe.standard_normal((n, 2))).astype("float32")
+
+    def mean(x, training):
+        return float(tf.reduce_mean(critic(x, training=training)))
+
+    both = np.asarray(critic(np.concatenate([real, fake]), training=True)).reshape(-1)
+    return {
+        "concat": float(both[:n].mean() - both[n:].mean()),
+        "separate": mean(real, True) - mean(fake, True),
+        "inference": mean(real, False) - mean(fake, False),
+    }
+
+
+def normalized_critic(kind: str, width: int = 64, depth: int = 2):
+    """``data_shape -> keras.Model``: a ReLU MLP with ``kind`` ('batch' or 'layer') normalization
+    after each hidden Dense layer, for measuring what normalization does to a critic."""
+    norm = {"batch": keras.layers.BatchNormalization, "layer": keras.layers.LayerNormalization}[
+        kind
+    ]
+
+    def build(data_shape):
+        layers = [keras.Input(tuple(data_shape))]
+        for _ in range(depth):
+            layers += [keras.layers.Dense(width), norm(), keras.layers.ReLU()]
+        return keras.Sequential([*layers, keras.layers.Dense(1)], name="critic")
+
+    return build
