@@ -29,6 +29,16 @@ class StepContext:
     ``(seed, step, phase, call index)`` and return this replica's rows, so the values a given example
     sees are the same on 1, 2 or 64 replicas. Replica ``r`` owns global rows ``[r*b, (r+1)*b)``, which is
     the layout ``tf.distribute`` gives a batched dataset.
+
+    Counters: ``step`` is the generator iteration; ``phase`` is the sub-step inside it (``0 ..
+    n_critic - 1`` for the critic updates, ``n_critic`` for the generator update); ``update`` is
+    the number of critic updates that precede this sub-step, ``step * n_critic + phase``: in a
+    critic phase it is the zero-based index of this critic update over the whole run, and in the
+    generator phase it is ``(step + 1) * n_critic``. Schedules that act every k-th critic update
+    (lazy regularization) key on ``update``, not on ``step``: keyed on ``step``, all ``n_critic``
+    updates of one iteration would be active and the next ``(k - 1) * n_critic`` would not.
+    ``n_critic`` defaults to 1, so a context built with the original arguments has
+    ``update == step + phase``.
     """
 
     def __init__(
@@ -40,7 +50,10 @@ class StepContext:
         global_batch_size: int,
         num_replicas: int,
         replica_id: tf.Tensor | int = 0,
+        n_critic: int = 1,
     ):
+        if n_critic < 1 or not 0 <= phase <= n_critic:
+            raise ValueError(f"phase {phase} is outside 0..n_critic={n_critic}")
         if global_batch_size % num_replicas:
             raise ValueError(
                 f"global batch {global_batch_size} is not divisible by {num_replicas} replicas"
@@ -48,11 +61,20 @@ class StepContext:
         self.seed = int(seed)
         self.step = step
         self.phase = int(phase)
+        self.n_critic = int(n_critic)
         self.global_batch_size = int(global_batch_size)
         self.num_replicas = int(num_replicas)
         self.replica_id = replica_id
         self.per_replica_batch_size = self.global_batch_size // self.num_replicas
         self._calls = 0
+
+    @property
+    def update(self) -> tf.Tensor | int:
+        """Critic updates before this sub-step: ``step * n_critic + phase`` (see the class doc)."""
+        if isinstance(self.step, int):
+            return self.step * self.n_critic + self.phase
+        step = tf.cast(self.step, tf.int64)
+        return step * self.n_critic + self.phase
 
     def _next_key(self) -> tf.Tensor:
         # Each call during tracing gets its own index; tracing order is deterministic, so the same

@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from lipgan.constraint import Constraint, StepContext
 from lipgan.errors import ConfigError, NonFiniteLossError
+from lipgan.models.checks import warn_if_batch_norm
 
 METRICS = ("critic_loss", "wasserstein", "penalty", "generator_loss")
 
@@ -176,6 +177,8 @@ class WGAN:
         # penalty's gradient norm to float32.
         with strategy.scope(), dtype_policy(config.mixed_precision):
             self.critic = constraint.wrap_critic(critic(self.data_shape))
+            # Once, at build time, whatever the constraint: see lipgan.models.checks.
+            warn_if_batch_norm(self.critic, constraint.name or type(constraint).__name__)
             self.generator = generator(self.data_shape)
             self.critic_optimizer = critic_optimizer()
             self.generator_optimizer = generator_optimizer()
@@ -209,6 +212,7 @@ class WGAN:
             global_batch_size=self.config.global_batch_size,
             num_replicas=self.num_replicas,
             replica_id=replica.replica_id_in_sync_group if replica else 0,
+            n_critic=self.config.n_critic,
         )
 
     def average(self, per_example: tf.Tensor) -> tf.Tensor:

@@ -29,9 +29,13 @@ TRUE_W1 = 3.0
 
 
 def gp_optimum(weight: float, target: float = 1.0) -> tuple[float, float]:
-    """(‖∇D‖, critic gap) of the best linear critic under weight·(‖∇D‖ − target)² on the pair."""
+    """(‖∇D‖, critic gap) of the best linear critic under weight·(‖∇D‖ − γ)²/γ² on the pair.
+
+    That is ``gradient_penalty``'s convention (ProGAN's and TF-GAN's): a slope s earns
+    d·s − (λ/γ²)(s − γ)², maximal at s = γ + d·γ²/(2λ), with d the distance between the means.
+    """
     distance = FAKE_MEAN[0] - REAL_MEAN[0]
-    slope = target + distance / (2.0 * weight)
+    slope = target + distance * target**2 / (2.0 * weight)
     return slope, slope * distance
 
 
@@ -121,3 +125,42 @@ def fit_critic(
         critic_gap=scores(real) - scores(fake),
         wgan=wgan,
     )
+
+
+def critic_gaps(critic, n: int = 256, seed: int = 5) -> dict:
+    """E D(real) − E D(fake) on fresh fixed-pair samples, read three ways.
+
+    ``concat``: one ``training=True`` call on ``concat(real, fake)``, as the engine's critic loss
+    makes it; ``separate``: two ``training=True`` calls; ``inference``: ``training=False``, as the
+    penalties and the generator see the critic. A critic without batch statistics gives one number
+    three times; a batch-norm critic does not (``docs/plugins.md``, "no batch norm").
+    """
+    probe = np.random.default_rng(seed)
+    real = (np.asarray(REAL_MEAN) + STD * probe.standard_normal((n, 2))).astype("float32")
+    fake = (np.asarray(FAKE_MEAN) + STD * probe.standard_normal((n, 2))).astype("float32")
+
+    def mean(x, training):
+        return float(tf.reduce_mean(critic(x, training=training)))
+
+    both = np.asarray(critic(np.concatenate([real, fake]), training=True)).reshape(-1)
+    return {
+        "concat": float(both[:n].mean() - both[n:].mean()),
+        "separate": mean(real, True) - mean(fake, True),
+        "inference": mean(real, False) - mean(fake, False),
+    }
+
+
+def normalized_critic(kind: str, width: int = 64, depth: int = 2):
+    """``data_shape -> keras.Model``: a ReLU MLP with ``kind`` ('batch' or 'layer') normalization
+    after each hidden Dense layer, for measuring what normalization does to a critic."""
+    norm = {"batch": keras.layers.BatchNormalization, "layer": keras.layers.LayerNormalization}[
+        kind
+    ]
+
+    def build(data_shape):
+        layers = [keras.Input(tuple(data_shape))]
+        for _ in range(depth):
+            layers += [keras.layers.Dense(width), norm(), keras.layers.ReLU()]
+        return keras.Sequential([*layers, keras.layers.Dense(1)], name="critic")
+
+    return build

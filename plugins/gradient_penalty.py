@@ -1,4 +1,4 @@
-"""``gradient_penalty``: WGAN-GP (Gulrajani et al. 2017), λ·(‖∇D(x̂)‖ − 1)² [+ ε_drift·D(x)²].
+"""``gradient_penalty``: WGAN-GP (Gulrajani et al. 2017), λ·(‖∇D(x̂)‖ − γ)²/γ² [+ ε_drift·D(x)²].
 
 x̂ = real + ε(fake − real) with ε ~ U[0, 1] per example, drawn through the StepContext so the same
 example gets the same ε on any replica count. The gradient is taken with an inner ``GradientTape``
@@ -8,26 +8,44 @@ has infinite slope at 0, which would turn a zero gradient into NaN in the second
 ``drift`` adds ε_drift·D(real)² per example (Karras et al. 2018, ProGAN, ε_drift = 0.001): WGAN
 losses only see score *differences*, so without it the critic's output may drift far from zero.
 
+``target`` (γ) follows the published convention for a target other than 1: the penalty is
+λ·(‖g‖ − γ)²/γ² = λ·(‖g‖/γ − 1)², as in ProGAN (Karras et al. 2018, ``loss.py`` ``D_wgangp_acgan``:
+``gradient_penalty * (wgan_lambda / (wgan_target**2))``) and TF-GAN
+(``tfgan.losses.wasserstein_gradient_penalty(target=...)``, which divides the slopes by the target).
+λ then weighs the same *relative* violation whatever γ, and γ = 1 is WGAN-GP unchanged. Before
+issue 12 the penalty was λ·(‖g‖ − γ)² (no 1/γ²): to keep an old run's numbers with γ ≠ 1, multiply
+its weight by γ². On the fixed pair (:mod:`lipgan.testbeds`), the optimum is ‖∇D‖ = γ + dγ²/(2λ).
+
 Two opt-in speed-ups (defaults keep the standard penalty): ``fast_relu=True`` swaps the critic's
 (Leaky)ReLUs for ones that declare their second derivative zero (exact; see
-``lipgan.models.pruned_relu``); ``every=k`` is StyleGAN2's lazy regularization: the penalty, scaled by
-k, only on iterations where ``ctx.step % k == 0`` (the same steps on every replica), skipped by a
-``tf.cond`` otherwise.
+``lipgan.models.pruned_relu``); ``every=k`` is StyleGAN2's lazy regularization (Karras et al. 2020,
+Sec. 3.1): the penalty, scaled by k, only on critic updates where ``ctx.update % k == 0`` (the same
+updates on every replica), skipped by a ``tf.cond`` otherwise. It is keyed on the critic-update index,
+not on the iteration ``ctx.step``: keyed on ``step`` all ``n_critic`` updates of one iteration get
+k·λ and the next (k − 1)·n_critic get none, and between bursts the critic leaves the constraint (on
+the fixed pair with k = 16, 150 iterations: ‖∇D‖ 2.04 and a critic gap of 6.1 instead of 1.15 and
+3.45; keyed per update: 1.18 and 3.53).
+
+StyleGAN2 also rescales Adam for lazy regularization (learning rate × k/(k+1), β ↦ β^(k/(k+1)),
+``training/training_loop.py``) because its regularizer is a *separate* optimizer step every k
+minibatches: k + 1 steps per k minibatches. Here the lazy term is added to the loss of an ordinary
+critic update, so the number of optimizer steps does not change and the rescaling does not apply
+(the measurement is in ``docs/plugins.md``, "Lazy schedules").
 """
 
 import tensorflow as tf
 
 from lipgan import Constraint, hookimpl
-from lipgan.models.checks import warn_if_batch_norm
 from lipgan.penalties import interpolate, per_example_gradient_norm
 
 
 class GradientPenalty(Constraint):
-    """λ·(‖∇D(x̂)‖ − target)² at random interpolates x̂ (two-sided; ``one_sided`` penalizes only > target)."""
+    """λ·(‖∇D(x̂)‖ − γ)²/γ² at random interpolates x̂ (``one_sided`` penalizes only ‖∇D‖ > γ)."""
 
     name = "gradient_penalty"
     description = (
-        "WGAN-GP: weight·(‖∇D(x̂)‖ − target)² at random interpolates (Gulrajani et al. 2017)."
+        "WGAN-GP: weight·(‖∇D(x̂)‖ − target)²/target² at random interpolates "
+        "(Gulrajani et al. 2017)."
     )
 
     def __init__(
@@ -55,7 +73,6 @@ class GradientPenalty(Constraint):
         self.every = int(every)
 
     def wrap_critic(self, critic):
-        warn_if_batch_norm(critic, self.name)  # batch statistics couple the per-example penalty
         if not self.fast_relu:
             return critic
         from lipgan.models.pruned_relu import prune_activation_hessians
@@ -67,17 +84,17 @@ class GradientPenalty(Constraint):
         excess = norm - self.target
         if self.one_sided:
             excess = tf.nn.relu(excess)
-        return weight * tf.square(excess)
+        return (weight / self.target**2) * tf.square(excess)
 
     def penalty(self, critic, real, fake, ctx):
         x_hat = interpolate(real, fake, ctx)
         if self.every == 1:
             penalty = self._weighted_penalty(critic, x_hat, self.weight)
         else:
-            # Lazy regularization (Karras et al. 2020): weight·k every k-th step, nothing in
-            # between. ε is drawn outside the cond so the StepContext call order never depends on
-            # the branch.
-            active = tf.equal(tf.math.floormod(tf.cast(ctx.step, tf.int64), self.every), 0)
+            # Lazy regularization (Karras et al. 2020): weight·k every k-th critic update, nothing
+            # in between. ε is drawn outside the cond so the StepContext call order never depends
+            # on the branch.
+            active = lazy_step_is_active(ctx, self.every)
             penalty = tf.cond(
                 active,
                 lambda: self._weighted_penalty(critic, x_hat, self.weight * self.every),
@@ -86,6 +103,12 @@ class GradientPenalty(Constraint):
         if self.drift:
             penalty += self.drift * drift_term(critic, real)
         return penalty
+
+
+def lazy_step_is_active(ctx, every: int) -> tf.Tensor:
+    """Whether this critic update is one of every ``every``-th, counted over the whole run
+    (``ctx.update``, the critic-update index: see :class:`lipgan.StepContext`)."""
+    return tf.equal(tf.math.floormod(tf.cast(ctx.update, tf.int64), every), 0)
 
 
 def drift_term(critic, real: tf.Tensor) -> tf.Tensor:

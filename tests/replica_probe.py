@@ -1,6 +1,6 @@
 """Run the engine on one replica layout and print its numbers as JSON (one process per layout).
 
-    python tests/replica_probe.py default|mirrored:N  [constraint ...]
+    python tests/replica_probe.py default|mirrored:N  [constraint[:key=value,...] ...]
 
 TensorFlow fixes its logical devices at start-up, so each replica count needs its own process.
 For every constraint it reports (a) the all-reduced critic loss and gradients of one critic step on a
@@ -56,8 +56,24 @@ class PerReplicaMean(WGAN):
         return tf.reduce_mean(per_example)
 
 
-def build(name, engine=WGAN):
+def parse_spec(spec):
+    """``gradient_penalty:every=2,weight=5.0`` -> (name, kwargs over SETTINGS[name])."""
+    import ast
+
+    name, _, args = spec.partition(":")
+    kwargs = dict(SETTINGS.get(name, {}))
+    for item in filter(None, args.split(",")):
+        key, _, value = item.partition("=")
+        try:
+            kwargs[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            kwargs[key] = value
+    return name, kwargs
+
+
+def build(spec, engine=WGAN):
     keras.utils.set_random_seed(0)
+    name, kwargs = parse_spec(spec)
     cls = load_registry().registry.get("constraint", name)
     return engine(
         STRATEGY,
@@ -65,7 +81,7 @@ def build(name, engine=WGAN):
         generator=lambda s: mlp_generator(s, latent_dim=2, width=32, depth=2),
         critic_optimizer=lambda: keras.optimizers.SGD(0.05),
         generator_optimizer=lambda: keras.optimizers.SGD(0.05),
-        constraint=cls(**SETTINGS.get(name, {})),
+        constraint=cls(**kwargs),
         data_shape=(2,),
         config=StepConfig(global_batch_size=GLOBAL_BATCH, n_critic=N_CRITIC, seed=7),
     )

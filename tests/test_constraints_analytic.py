@@ -1,5 +1,5 @@
 """Built-in penalties against closed forms on a linear critic f(x) = w·x + b, whose gradient is w
-everywhere: GP = λ(‖w‖−t)², one-sided = λ·max(0, ‖w‖−t)², DRAGAN = λ(‖w‖−1)², R1 = γ/2·‖w‖²,
+everywhere: GP = λ(‖w‖−t)²/t², one-sided = λ·max(0, ‖w‖−t)²/t², DRAGAN = λ(‖w‖−1)², R1 = γ/2·‖w‖²,
 drift = ε·(w·x+b)²."""
 
 import keras
@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from lipgan import StepContext
-from lipgan_plugins.dragan import Dragan, perturb_real
+from lipgan_plugins.dragan import Dragan, global_batch_std, perturb_real, perturb_real_reference
 from lipgan_plugins.gradient_penalty import GradientPenalty
 from lipgan_plugins.lipschitz_penalty import LipschitzPenalty
 from lipgan_plugins.r1 import R1
@@ -61,6 +61,30 @@ def test_dragan_perturbs_real_data_within_its_noise_scale():
     np.testing.assert_array_equal(perturb_real(real, ctx(), 0.0).numpy(), real.numpy())
 
 
+def test_dragan_reference_noise_is_the_official_codes():
+    """x̃ − x = α·c·σ·u with α, u ∈ [0, 1) and σ the std of all elements of the batch
+    (kodalinaveen3/DRAGAN: ``x + 0.5 * x.std() * np.random.random(x.shape)``, then interpolated)."""
+    real, _ = batches()
+    sigma = float(np.std(real.numpy()))
+    np.testing.assert_allclose(float(global_batch_std(real, ctx())), sigma, rtol=1e-6)
+    moved = perturb_real_reference(real, ctx(), 0.5).numpy() - real.numpy()
+    assert np.all(moved >= 0) and np.all(moved < 0.5 * sigma) and moved.max() > 0.1 * sigma
+    # σ scales the step: data 10× wider moves 10× further, with the same random numbers
+    wide = perturb_real_reference(real * 10, ctx(), 0.5).numpy() - 10 * real.numpy()
+    np.testing.assert_allclose(wide, 10 * moved, rtol=1e-4, atol=1e-5)
+    got = Dragan(weight=4.0, noise="reference").penalty(linear_critic(STEEP), real, real, ctx())
+    np.testing.assert_allclose(got.numpy(), np.full(BATCH, 4.0 * (2.0 - 1) ** 2), rtol=1e-5)
+
+
+def test_dragan_reference_noise_passes_the_kit_in_process():
+    from lipgan import testing
+
+    testing.check_penalty(Dragan(noise="reference"))
+    testing.check_compiled(Dragan(noise="reference"))  # tf.function and XLA equal eager
+    with pytest.raises(ValueError, match="noise"):
+        Dragan(noise="uniform")
+
+
 def test_dragan_penalizes_at_perturbed_real_points_not_fakes():
     # D(x) = ½‖x‖²-like critic has gradient x: the penalty depends on where it is evaluated.
     critic = keras.Sequential(
@@ -91,7 +115,9 @@ def test_gradient_penalty_target_and_one_sided(w, one_sided):
         excess = max(excess, 0.0)
     constraint = GradientPenalty(weight=3.0, target=0.75, one_sided=one_sided)
     got = constraint.penalty(linear_critic(w), real, fake, ctx()).numpy()
-    np.testing.assert_allclose(got, np.full(BATCH, 3.0 * excess**2), rtol=1e-5, atol=1e-7)
+    # The published convention for γ ≠ 1 (ProGAN, TF-GAN): λ(‖g‖ − γ)²/γ² = λ(‖g‖/γ − 1)².
+    expected = 3.0 * excess**2 / 0.75**2
+    np.testing.assert_allclose(got, np.full(BATCH, expected), rtol=1e-5, atol=1e-7)
 
 
 def test_gradient_penalty_drift_adds_eps_times_squared_real_score():

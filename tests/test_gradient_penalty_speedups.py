@@ -1,8 +1,9 @@
 """gradient_penalty.fast_relu (pruned activation second derivative) and .every (lazy regularization).
 
 Both are speed options: they must not change what is computed. fast_relu's penalty gradients must
-equal the standard double-backprop ones; every=k must give k·λ·GP on steps divisible by k and no
-penalty elsewhere.
+equal the standard double-backprop ones; every=k must give k·λ·GP on critic updates divisible by k
+(here n_critic = 1, so updates are iterations; tests/test_lazy_regularization.py covers n_critic > 1)
+and no penalty elsewhere.
 """
 
 import keras

@@ -1,14 +1,14 @@
-"""DCGAN (16/32/64) and CIFAR ResNet models, and the batch-norm warning for GP critics."""
+"""DCGAN (16/32/64) and CIFAR ResNet models, and the engine's batch-norm warning for critics."""
 
 import warnings
 
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from lipgan.models import dcgan_critic, dcgan_generator, resnet_critic, resnet_generator
 from lipgan.models.checks import sublayers, warn_if_batch_norm
-from lipgan_plugins.gradient_penalty import GradientPenalty
 from lipgan_plugins.spectral_norm import SpectralNorm
 
 
@@ -91,26 +91,44 @@ def _bn_critic():
     )
 
 
-def test_gradient_penalty_warns_about_batch_norm_in_the_critic():
-    with pytest.warns(
-        UserWarning, match="gradient_penalty: the critic contains BatchNormalization \\(bn\\)"
-    ):
-        wrapped = GradientPenalty().wrap_critic(_bn_critic())
-    assert isinstance(wrapped, keras.Model)
+@pytest.mark.parametrize("constraint", ["none", "weight_clip", "spectral_norm", "gradient_penalty"])
+def test_engine_warns_about_batch_norm_in_the_critic_for_every_constraint(constraint):
+    """Issue 12, item 5: the warning comes from the engine, once, whatever the constraint."""
+    from lipgan.engine import WGAN, StepConfig
+    from lipgan.plugins import load_registry
+    from lipgan.testing import small_generator
+
+    cls = load_registry().registry.get("constraint", constraint)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        WGAN(
+            tf.distribute.get_strategy(),
+            critic=lambda shape: _bn_critic(),
+            generator=small_generator,
+            critic_optimizer=lambda: keras.optimizers.SGD(0.1),
+            generator_optimizer=lambda: keras.optimizers.SGD(0.1),
+            constraint=cls(),
+            data_shape=(8, 8, 1),
+            config=StepConfig(global_batch_size=4, n_critic=1),
+        )
+    messages = [str(w.message) for w in caught if "BatchNormalization" in str(w.message)]
+    assert len(messages) == 1, messages
+    assert messages[0].startswith(f"{constraint}: the critic contains BatchNormalization (bn")
+    assert "LayerNormalization" in messages[0]
 
 
 def test_no_warning_for_the_shipped_critics():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        GradientPenalty().wrap_critic(dcgan_critic((32, 32, 3), dim=4))
-        GradientPenalty().wrap_critic(resnet_critic((32, 32, 3), dim=4))
+        assert not warn_if_batch_norm(dcgan_critic((32, 32, 3), dim=4), "gradient_penalty")
+        assert not warn_if_batch_norm(resnet_critic((32, 32, 3), dim=4), "gradient_penalty")
 
 
 def test_batch_norm_found_inside_nested_models_and_wrappers():
     outer = keras.Sequential([keras.Input((8, 8, 1)), _bn_critic()])
     with pytest.warns(UserWarning):
         assert warn_if_batch_norm(outer, "gradient_penalty")
-    wrapped = SpectralNorm().wrap_critic(_bn_critic())  # constraints other than GP do not warn
+    wrapped = SpectralNorm().wrap_critic(_bn_critic())  # the engine warns, not wrap_critic
     found = sublayers(wrapped)
     assert any(isinstance(x, keras.layers.BatchNormalization) for x in found)
     assert any(isinstance(x, keras.layers.Conv2D) for x in found)  # inside SpectralNormalization

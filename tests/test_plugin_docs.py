@@ -42,7 +42,7 @@ def test_hook_has_docstring_guide_entry_and_test(hook):
         (strategy.StrategyPlugin, ["create", "is_available", "is_chief"]),
         (
             constraint.StepContext,
-            ["uniform", "normal", "global_batch_size", "num_replicas", "step"],
+            ["uniform", "normal", "global_batch_size", "num_replicas", "step", "ctx.update"],
         ),
     ],
 )

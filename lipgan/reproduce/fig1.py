@@ -1,9 +1,13 @@
 """Fig. 1 of Gulrajani et al. (2017), "Improved Training of Wasserstein GANs", on lipgan's parts.
 
-* **1a** — for each toy set (8 Gaussians, 25 Gaussians, Swiss roll) a ReLU MLP critic 2→512³→1 is
-  trained against a *fixed* generator, real data plus N(0, 1) noise, under weight clipping and under
-  the gradient penalty. Only the critic trains, so with enough steps it approaches the optimal
-  critic of that constraint; the figure is its value surface on a 128×128 grid over [-3, 3]².
+* **1a** — for each toy set (8 Gaussians, 25 Gaussians, Swiss roll) a ReLU MLP critic 2→512³→1
+  (He-initialized, as the official code's ``'he'`` layers) is trained against a *fixed* generator
+  under weight clipping and under the gradient penalty. As in the official ``gan_toy.py``
+  (``FIXED_GENERATOR``: ``real_data + 1.*tf.random_normal(tf.shape(real_data))``), the fixed
+  generator adds N(0, 1) noise to the *same* real batch, so each fake point is paired with the real
+  point it came from and the penalty's interpolates stay near it. Only the critic trains, so with
+  enough steps it approaches the optimal critic of that constraint; the figure is its value surface
+  on a 128×128 grid over [-3, 3]².
 * **1b left** — Swiss roll, a 12-layer ReLU MLP critic and generator trained as a WGAN by lipgan's
   engine under clipping c ∈ {0.1, 0.01, 0.001} and under GP; then ‖∂L/∂hₗ‖, the norm of the gradient
   of the critic loss w.r.t. each hidden layer's activations (:func:`lipgan.diagnostics.layer_gradient_norms`).
@@ -46,6 +50,9 @@ class Settings:
     a_steps: int = 1000
     a_width: int = 512
     a_depth: int = 3
+    # The official code's 'he' init of the ReLU layers (its output layer's 'glorot' has variance
+    # 2/513 where He's has 2/512: the same to 0.2 %).
+    a_init: str = "he_uniform"
     # Adam(lr, 0.5, 0.9) and RMSProp(lr) as in the paper, but lr 1e-3 instead of 1e-4 / 5e-5 so
     # that 1,000 critic steps come close to the optimal critic of each constraint.
     a_gp_lr: float = 1e-3
@@ -102,7 +109,7 @@ def train_critic_against_fixed_generator(toy_set: str, kind: str, s: Settings):
     sampler = SAMPLERS[toy_set]
     rng = np.random.default_rng(s.seed)
     keras.utils.set_random_seed(s.seed)
-    critic = mlp_critic((2,), width=s.a_width, depth=s.a_depth)
+    critic = mlp_critic((2,), width=s.a_width, depth=s.a_depth, kernel_initializer=s.a_init)
     constraint = _constraint(kind, s.a_clip_c)
     optimizer = _optimizer(kind, s.a_clip_lr if kind == "weight_clip" else s.a_gp_lr)
     optimizer.build(critic.trainable_variables)
@@ -130,14 +137,19 @@ def train_critic_against_fixed_generator(toy_set: str, kind: str, s: Settings):
     loss = None
     for i in range(s.a_steps):
         real = sampler(s.batch_size, rng)
-        fake = fixed_generator(sampler, s.batch_size, rng)
+        fake = fixed_generator(real, rng)
         loss = step(real, fake, tf.constant(i, tf.int64))
     return critic, float(loss)
 
 
-def fixed_generator(sampler: Callable, n: int, rng: np.random.Generator) -> np.ndarray:
-    """The paper's fixed generator for Fig. 1a: real data plus unit-variance Gaussian noise."""
-    return (sampler(n, rng) + rng.standard_normal((n, 2))).astype(np.float32)
+def fixed_generator(real: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The paper's fixed generator for Fig. 1a: *this* real batch plus unit-variance Gaussian noise.
+
+    Row i of the result is real[i] + N(0, I), as in the official ``gan_toy.py``, so the gradient
+    penalty's interpolate real[i] + ε(fake[i] − real[i]) lies within one noise step of real[i].
+    """
+    real = np.asarray(real, np.float32)
+    return (real + rng.standard_normal(real.shape)).astype(np.float32)
 
 
 def fig1a(s: Settings, log: Callable[[str], None]) -> dict:
@@ -150,7 +162,7 @@ def fig1a(s: Settings, log: Callable[[str], None]) -> dict:
         result[toy_set] = {}
         rng = np.random.default_rng(s.seed + 1)
         real = SAMPLERS[toy_set](s.points, rng)
-        fake = fixed_generator(SAMPLERS[toy_set], s.points, rng)
+        fake = fixed_generator(real, rng)
         for kind in ("weight_clip", "gradient_penalty"):
             started = time.perf_counter()
             critic, loss = train_critic_against_fixed_generator(toy_set, kind, s)
