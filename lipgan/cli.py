@@ -105,9 +105,10 @@ def cli(ctx: click.Context, verbose: bool) -> None:
 
 
 def _default_run_dir(gin_files) -> Path:
+    """``runs/<config>-<date>-<time>-<pid>``: two runs started in the same second get two dirs."""
     stem = Path(gin_files[-1]).stem if gin_files else Path(DEFAULT_CONFIG).stem
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{stem}-{stamp}"
+    return Path("runs") / f"{stem}-{stamp}-{os.getpid()}"
 
 
 def _parse(discovery, gin_files, bindings, strategy_name=None):
@@ -167,7 +168,7 @@ def _run_config(run_dir: Path, option: str) -> Path:
 @click.option(
     "--run-dir",
     type=click.Path(path_type=Path),
-    help="Output folder (default: runs/<config>-<time>).",
+    help="Output folder (default: runs/<config>-<time>-<pid>).",
 )
 @click.option(
     "--resume",

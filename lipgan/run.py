@@ -247,11 +247,22 @@ class TrainingLoop:
         return chunk
 
     def open(self, run_dir, force: bool, max_checkpoints: int, config_text: str) -> int:
-        """Check and restore the run dir (no writes), then start writing; the step to start from."""
+        """Lock, check and restore the run dir (no writes), then start writing; the start step.
+
+        The lock is held from before the first read until :meth:`run` ends (or this fails), so
+        a second run on the same dir stops at once instead of interleaving its writes.
+        """
         if run_dir is None:
             return 0
-        chief = self.experiment.chief
         rundir = RunDir(run_dir)
+        try:
+            return self._open(rundir, run_dir, force, max_checkpoints, config_text)
+        except BaseException:
+            rundir.close()
+            raise
+
+    def _open(self, rundir, run_dir, force, max_checkpoints, config_text) -> int:
+        chief = self.experiment.chief
         differences = rundir.check(config_text, force) if chief else []
         saved_input = self.checkpoint_input and checkpointable(self.iterator)
         self.checkpoint = RunCheckpoint(

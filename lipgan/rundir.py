@@ -11,16 +11,30 @@ Layout (also in the README)::
     samples.png           final samples: critic contour + points (2-D) or an image grid
 
 Reusing a directory resumes it, so the config must be the same one: only the parameters in
-:data:`RESUMABLE` (how long and how verbosely to train) may change without ``--force``.
+:data:`RESUMABLE` (how long and how verbosely to train) may change without ``--force``. A dir holds
+a run once it holds a checkpoint: a run that failed before its first checkpoint left nothing to
+resume, so its config does not bind the next attempt. Checkpoints without a config record are
+refused unless ``--force`` (nothing says what they were trained with).
+
+One writer at a time: a run holds an exclusive ``flock`` on ``.lock`` in the dir for its whole
+life. The kernel drops it when the process ends, however it ends, so a killed run never leaves a
+stale lock behind. The check functions take plain text so that any front end (CLI, Python API)
+can share them.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import tempfile
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; runs are then not protected against a second writer
+    fcntl = None
 
 from lipgan.errors import RunDirError
 
@@ -29,6 +43,8 @@ OPERATIVE_CONFIG = "operative_config.gin"
 METRICS = "metrics.jsonl"
 TENSORBOARD = "tensorboard"
 SAMPLES = "samples.png"
+CHECKPOINT_DIR = "checkpoints"
+LOCK = ".lock"
 
 #: Bindings that may differ when a run is resumed: they change how long or how verbosely it
 #: trains, never what a step computes.
@@ -71,6 +87,39 @@ def check_location(path: Path) -> None:
         ) from None
 
 
+def checkpoint_steps(checkpoint_dir: str | Path) -> list[int]:
+    """Steps of the complete checkpoints in ``checkpoint_dir`` (``ckpt-<N>.index``), ascending.
+
+    The index is written last (after the data shards are in place), so its presence marks a
+    checkpoint that was saved completely; this needs no TensorFlow and no state file.
+    """
+    folder = Path(checkpoint_dir)
+    if not folder.is_dir():
+        return []
+    steps = []
+    for index in folder.glob("ckpt-*.index"):
+        number = index.name[len("ckpt-") : -len(".index")]
+        if number.isdigit():
+            steps.append(int(number))
+    return sorted(steps)
+
+
+def lock_holder(lock_file: Path) -> int | None:
+    """The pid holding a ``flock`` on ``lock_file``, from ``/proc/locks`` (Linux; else ``None``)."""
+    try:
+        inode = lock_file.stat().st_ino
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF" (blocked waiters have a "->" field)
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[2] != "->":
+            if fields[5].rsplit(":", 1)[-1] == str(inode):
+                return int(fields[4])
+    return None
+
+
 def bindings(config_text: str) -> dict[str, str]:
     """``{'scope/configurable.param': 'value'}`` of a gin config as written by ``gin.config_str()``."""
     out: dict[str, str] = {}
@@ -85,6 +134,20 @@ def bindings(config_text: str) -> dict[str, str]:
         elif key is not None:  # a long value continued on an indented line
             out[key] += " " + line.strip()
     return out
+
+
+def reuse_problem(saved_config: str | None, has_checkpoints: bool) -> str | None:
+    """Why a dir with these contents cannot be continued without ``--force`` regardless of config.
+
+    Plain values in, so every front end shares the rule: checkpoints without a config record are
+    of an unknown config.
+    """
+    if has_checkpoints and saved_config is None:
+        return (
+            f"holds checkpoints but no {CONFIG}, so nothing says which config trained them; "
+            f"restore {CONFIG}, pick a new --run-dir, or pass --force to continue with this config"
+        )
+    return None
 
 
 def config_differences(old_text: str, new_text: str) -> list[str]:
@@ -106,6 +169,39 @@ class RunDir:
         self.path = Path(path)
         self.summary = None
         self._metrics = None
+        self._lock = None
+
+    def checkpoint_steps(self) -> list[int]:
+        return checkpoint_steps(self.path / CHECKPOINT_DIR)
+
+    def lock(self) -> None:
+        """Take the run dir's exclusive lock (idempotent), or raise naming the process holding it.
+
+        The dir must exist: :meth:`check` locks an existing dir before reading it, :meth:`begin`
+        a new one right after creating it, so two runs racing for a new dir still get one writer.
+        """
+        if self._lock is not None or fcntl is None:
+            return
+        lock_file = self.file(LOCK)
+        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise RunDirError(f"run dir {self.path} cannot be locked ({exc})") from None
+            holder = lock_holder(lock_file)
+            who = f"process {holder}" if holder else "another process"
+            raise RunDirError(
+                f"run dir {self.path} is in use by {who} (lock {lock_file}); wait for it to "
+                "finish or stop it, or pick another --run-dir"
+            ) from None
+        self._lock = fd
+
+    def unlock(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # closing the descriptor releases the flock
+            self._lock = None
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -115,11 +211,20 @@ class RunDir:
         return config.read_text() if config.is_file() else None
 
     def check(self, config_text: str, force: bool) -> list[str]:
-        """Refuse a reused dir whose config differs (unless ``force``); returns the differences."""
+        """Refuse a reused dir whose config differs (unless ``force``); returns the differences.
+
+        Locks an existing dir first (see :meth:`lock`): the caller must :meth:`close` it.
+        """
         check_location(self.path)
+        if self.path.is_dir():
+            self.lock()
         old = self.saved_config()
-        if old is None:
-            return []
+        has_checkpoints = bool(self.checkpoint_steps())
+        problem = reuse_problem(old, has_checkpoints)
+        if problem and not force:
+            raise RunDirError(f"run dir {self.path} {problem}")
+        if old is None or not has_checkpoints:
+            return []  # no run to continue: whatever config it recorded gets replaced
         diffs = config_differences(old, config_text)
         if diffs and not force:
             more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
@@ -135,9 +240,10 @@ class RunDir:
         import tensorflow as tf
 
         self.path.mkdir(parents=True, exist_ok=True)
+        self.lock()
         config = self.file(CONFIG)
         if replaced and config.is_file():
-            os.replace(config, self.file(f"config-before-{start}.gin"))
+            os.replace(config, self._unused(f"config-before-{start}", ".gin"))
         _atomic_write(config, config_text)
         metrics = self.file(METRICS)
         if metrics.is_file():
@@ -149,6 +255,14 @@ class RunDir:
             _atomic_write(metrics, "".join(f"{ln}\n" for ln in kept))
         self._metrics = open(metrics, "a")  # noqa: SIM115 - closed in close()
         self.summary = tf.summary.create_file_writer(str(self.file(TENSORBOARD)))
+
+    def _unused(self, stem: str, suffix: str) -> Path:
+        """``stem + suffix`` in the dir, or ``stem-2 + suffix``, ... : never an existing file."""
+        candidate, n = self.file(stem + suffix), 1
+        while candidate.exists():
+            n += 1
+            candidate = self.file(f"{stem}-{n}{suffix}")
+        return candidate
 
     def log_metrics(self, step: int, metrics: dict) -> None:
         import tensorflow as tf
@@ -180,8 +294,11 @@ class RunDir:
     def close(self) -> None:
         if self.summary is not None:
             self.summary.close()
+            self.summary = None
         if self._metrics is not None:
             self._metrics.close()
+            self._metrics = None
+        self.unlock()
 
 
 def _atomic_write(path: Path, text: str) -> None:
