@@ -201,3 +201,161 @@ def test_conformance_kit_reports_the_engines_message(bad_penalty_plugin):
             with pytest.raises(AssertionError, match=r"the plugin contract asks") as info:
                 check(bad_penalty_plugin(kind))
             assert got in str(info.value), (check.__name__, kind, info.value)
+
+
+# -- 4. multi_worker: a peer port that accepts connections but is not a lipgan worker -------------
+@pytest.fixture
+def silent_peer():
+    """A loopback port that accepts connections and never says anything."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held, stop = [], threading.Event()
+
+    def accept():
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+def cluster_config(addresses, index=0):
+    return {"cluster": {"worker": list(addresses)}, "task": {"type": "worker", "index": index}}
+
+
+def test_rendezvous_refuses_a_silent_peer_within_connect_timeout(silent_peer):
+    from lipgan import StrategyUnavailable
+    from lipgan_plugins.multi_worker import rendezvous
+    from tests.conftest import free_port
+
+    config = cluster_config([f"127.0.0.1:{free_port()}", silent_peer])
+    started = time.monotonic()
+    with pytest.raises(StrategyUnavailable, match="did not answer the lipgan hello") as info:
+        rendezvous(config, timeout=2)
+    assert 2 <= time.monotonic() - started < 6
+    assert silent_peer in str(info.value) and "connect_timeout" in str(info.value)
+
+
+def test_rendezvous_of_two_lipgan_workers_and_of_another_cluster():
+    import threading
+
+    from lipgan import StrategyUnavailable
+    from lipgan_plugins.multi_worker import rendezvous
+    from tests.conftest import free_port
+
+    addresses = [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]
+    errors = []
+
+    def worker(index, config_addresses, timeout):
+        try:
+            rendezvous(cluster_config(config_addresses, index), timeout=timeout)
+        except StrategyUnavailable as exc:
+            errors.append((index, str(exc)))
+
+    threads = [threading.Thread(target=worker, args=(i, addresses, 10)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+
+    # Worker 1 believes in a three-worker cluster: same ports, another run token.
+    third = f"127.0.0.1:{free_port()}"
+    threads = [
+        threading.Thread(target=worker, args=(0, addresses, 2)),
+        threading.Thread(target=worker, args=(1, [*addresses, third], 2)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    messages = dict(errors)
+    assert "of another cluster (its TF_CONFIG differs)" in messages[0]
+    assert "of another cluster" in messages[1] and third in messages[1]
+
+
+def test_run_with_a_silent_peer_fails_with_one_line(tmp_path, silent_peer, monkeypatch):
+    import json
+
+    from tests.conftest import free_port
+
+    config = cluster_config([f"127.0.0.1:{free_port()}", silent_peer])
+    monkeypatch.setenv("TF_CONFIG", json.dumps(config))
+    started = time.monotonic()
+    result = invoke(
+        "run",
+        *TINY,
+        "--strategy",
+        "multi_worker",
+        "--bind",
+        "multi_worker.connect_timeout=2",
+        "--run-dir",
+        str(tmp_path / "run"),
+    )
+    one_line_error(result, "did not start within 2s", silent_peer, "lipgan hello")
+    assert time.monotonic() - started < 30
+    assert not (tmp_path / "run").exists()
+
+
+WAIT_FOR_SILENT_PEER = """
+import json, os, sys
+from lipgan_plugins.multi_worker import rendezvous
+print("waiting", flush=True)
+rendezvous(json.loads(os.environ["CLUSTER"]), timeout=120)
+print("returned", flush=True)
+"""
+
+
+def test_sigterm_ends_the_wait_for_peers_at_once(silent_peer):
+    import json
+
+    from tests.conftest import free_port
+
+    config = cluster_config([f"127.0.0.1:{free_port()}", silent_peer])
+    proc = start_python("-c", WAIT_FOR_SILENT_PEER, env={"CLUSTER": json.dumps(config)})
+    try:
+        assert proc.stdout.readline().strip() == "waiting"
+        time.sleep(1.0)  # inside rendezvous, talking to the silent peer
+        assert proc.poll() is None, "rendezvous returned although the peer never answered"
+        proc.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        result = finish(proc, timeout=30)
+        assert result.returncode == -signal.SIGTERM and "returned" not in result.stdout
+        assert time.monotonic() - started < 5
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_tensorflow_cluster_start_is_bounded_too(monkeypatch):
+    """After the handshake, a TensorFlow start that never returns is cut off as well."""
+    import json
+
+    import tensorflow as tf
+
+    from lipgan import StrategyUnavailable
+    from lipgan_plugins.multi_worker import MultiWorker
+    from tests.conftest import free_port
+
+    monkeypatch.setenv("TF_CONFIG", json.dumps(cluster_config([f"127.0.0.1:{free_port()}"])))
+    monkeypatch.setattr(
+        tf.distribute, "MultiWorkerMirroredStrategy", lambda **kwargs: time.sleep(30)
+    )
+    started = time.monotonic()
+    with pytest.raises(StrategyUnavailable, match="cluster start did not finish within 1s"):
+        MultiWorker(connect_timeout=1).create()
+    assert time.monotonic() - started < 10
