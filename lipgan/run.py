@@ -39,8 +39,45 @@ def warn(message: str) -> None:
 
 
 def _check(value, name: str, predicate, requirement: str):
-    if not predicate(value):
+    if not _is_int(value) or not predicate(value):
         raise ConfigError(f"train.{name}={value!r} is invalid: {requirement}")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+#: ``train`` parameters that must be integers, and those that must be booleans: checked before
+#: anything is built or written, so ``train.n_critic=2.5`` is one line and not a failed first step.
+INTEGER_PARAMETERS = (
+    "steps",
+    "global_batch_size",
+    "n_critic",
+    "seed",
+    "steps_per_execution",
+    "log_every",
+    "checkpoint_every",
+    "max_checkpoints",
+    "plot_samples",
+    "diagnostics_every",
+    "eval_every",
+    "eval_samples",
+    "histogram_every",
+)
+BOOLEAN_PARAMETERS = ("jit_compile", "checkpoint_input", "force")
+
+
+def check_parameter_types(values: dict) -> None:
+    """Raise :class:`ConfigError` naming the first ``train.*`` value of the wrong type."""
+    for name in INTEGER_PARAMETERS:
+        if name in values and not _is_int(values[name]):
+            raise ConfigError(
+                f"train.{name}={values[name]!r} is invalid: must be an integer "
+                f"(a {type(values[name]).__name__} was given)"
+            )
+    for name in BOOLEAN_PARAMETERS:
+        if name in values and not isinstance(values[name], (bool, np.bool_)):
+            raise ConfigError(f"train.{name}={values[name]!r} is invalid: must be True or False")
 
 
 @dataclasses.dataclass
@@ -136,6 +173,10 @@ def train(
     pipeline's position in checkpoints (its in-memory cache and shuffle buffer included: turn it
     off for large cached datasets, and resume replays the input stream instead, equally exact).
     """
+    check_parameter_types(
+        {name: value for name, value in locals().items() if name in INTEGER_PARAMETERS}
+        | {"jit_compile": jit_compile, "checkpoint_input": checkpoint_input}
+    )
     _check(steps, "steps", lambda v: v >= 1, "must be >= 1")
     _check(steps_per_execution, "steps_per_execution", lambda v: v >= 1, "must be >= 1")
     _check(log_every, "log_every", lambda v: v >= 1, "must be >= 1")

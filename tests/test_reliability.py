@@ -359,3 +359,88 @@ def test_tensorflow_cluster_start_is_bounded_too(monkeypatch):
     with pytest.raises(StrategyUnavailable, match="cluster start did not finish within 1s"):
         MultiWorker(connect_timeout=1).create()
     assert time.monotonic() - started < 10
+
+
+# -- 5. config history and run-dir rules ----------------------------------------------------------
+def test_force_twice_at_one_step_keeps_every_replaced_config(tmp_path):
+    run_dir = tmp_path / "run"
+    train(run_dir, 5)
+    train(run_dir, 5, "--bind", "gradient_penalty.weight=1.0", "--force")
+    train(run_dir, 5, "--bind", "gradient_penalty.weight=2.0", "--force")
+    assert "gradient_penalty.weight = 0.1" in (run_dir / "config-before-5.gin").read_text()
+    assert "gradient_penalty.weight = 1.0" in (run_dir / "config-before-5-2.gin").read_text()
+    assert "gradient_penalty.weight = 2.0" in (run_dir / "config.gin").read_text()
+
+
+def test_checkpoints_without_a_config_record_need_force(tmp_path):
+    run_dir = tmp_path / "run"
+    train(run_dir, 5)
+    (run_dir / "config.gin").unlink()
+    before = snapshot(run_dir)
+    refused = invoke(
+        "run",
+        *TINY,
+        "--bind",
+        "train.steps=10",
+        "--bind",
+        "train.seed=3",
+        "--run-dir",
+        str(run_dir),
+    )
+    one_line_error(refused, "holds checkpoints but no config.gin", "--force")
+    assert snapshot(run_dir) == before
+    forced = train(run_dir, 10, "--force")
+    assert "resumed from" in forced.output and (run_dir / "config.gin").is_file()
+
+
+@pytest.mark.parametrize(
+    "binding, message",
+    [
+        ("train.n_critic=2.5", "train.n_critic=2.5 is invalid: must be an integer"),
+        ("train.steps_per_execution=2.0", "train.steps_per_execution=2.0 is invalid"),
+        ("train.steps='abc'", "train.steps='abc' is invalid: must be an integer"),
+        ("train.jit_compile=1", "train.jit_compile=1 is invalid: must be True or False"),
+    ],
+)
+def test_wrong_parameter_types_fail_before_anything_is_written(tmp_path, binding, message):
+    result = invoke("run", *TINY, "--bind", binding, "--run-dir", str(tmp_path / "run"))
+    one_line_error(result, message)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_run_that_failed_before_its_first_checkpoint_does_not_bind_the_next(
+    tmp_path, bad_penalty_plugin
+):
+    run_dir = tmp_path / "run"
+    failed = invoke(
+        "run",
+        *TINY,
+        "--bind",
+        "train.steps=5",
+        "--bind",
+        "train.constraint = @bad_shape()",
+        "--run-dir",
+        str(run_dir),
+    )
+    one_line_error(failed, "bad_shape")
+    assert (run_dir / "config.gin").is_file() and checkpoint_steps(run_dir) == []
+    fixed = train(run_dir, 5)  # the corrected command: the default constraint
+    assert "Error" not in fixed.output and checkpoint_steps(run_dir) == [5]
+    assert "bad_shape" not in (run_dir / "config.gin").read_text()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_second_signal_aborts_with_the_signal_exit_status(sig):
+    from lipgan.errors import Interrupted
+    from lipgan.interrupt import StopRequests
+
+    previous = signal.getsignal(sig)
+    with pytest.raises(Interrupted, match=f"second {sig.name}: aborted") as info:
+        with StopRequests() as stop:
+            os.kill(os.getpid(), sig)
+            time.sleep(0.1)  # handlers run between bytecodes of the main thread
+            assert stop.requested
+            os.kill(os.getpid(), sig)
+            time.sleep(0.1)
+    assert info.value.exit_code == 128 + sig
+    assert signal.getsignal(sig) is previous
