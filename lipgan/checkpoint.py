@@ -166,6 +166,13 @@ class RunCheckpoint:
             except Exception as exc:  # noqa: BLE001 - a damaged file fails in many ways (OpError,
                 # IndexError "Read less bytes than requested", ValueError...); each means "unusable"
                 reason = _first_line(exc)
+                if _model_mismatch(exc):
+                    # Readable, but written for other models: older checkpoints are no better.
+                    raise CheckpointError(
+                        f"{path} was written for other models or optimizers ({reason}); a run's "
+                        "models cannot change, not even with --force: train them in a new "
+                        "--run-dir"
+                    ) from None
                 errors.append(f"{Path(path).name}: {reason}")
                 warn(f"warning: cannot restore {path} ({reason}); trying the previous checkpoint")
                 continue
@@ -247,6 +254,14 @@ def write_state(directory: Path, steps: list[int]) -> None:
     tmp = state.with_name(STATE_FILE + ".tmp")
     tmp.write_text("\n".join(lines) + "\n")
     tmp.replace(state)
+
+
+def _model_mismatch(exc: BaseException) -> bool:
+    """Whether a failed restore means "another model" rather than "a damaged file"."""
+    text = str(exc)
+    return isinstance(exc, (ValueError, AssertionError)) and (
+        "incompatible tensor with shape" in text or "Unresolved object in checkpoint" in text
+    )
 
 
 def _variables(obj) -> list:

@@ -8,7 +8,9 @@ multi-line exceptions into one-line :class:`~lipgan.errors.ConfigError` messages
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
+import logging
 import re
 import tokenize
 from pathlib import Path
@@ -80,6 +82,8 @@ def resolve_config_path(path: str) -> Path:
     candidate = Path(path)
     if candidate.is_file():
         return candidate
+    if candidate.is_dir():
+        raise ConfigError(f"--gin {path} is a directory; pass a .gin file in it")
     shipped = shipped_configs()
     for name in (candidate.name, f"{candidate.name}.gin"):
         if name in shipped:
@@ -123,6 +127,34 @@ def _unknown_name(name: str, registry: Registry) -> str:
     )
 
 
+_INCLUDE = re.compile(r"""^\s*include\s+['"](?P<name>[^'"]+)['"]""", re.MULTILINE)
+
+
+def _missing_include(path: Path) -> str:
+    """Why parsing ``path`` hit a missing file: the ``include`` that names one (gin says nothing)."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        return f"{path}: cannot be read ({exc.strerror or exc})"
+    for match in _INCLUDE.finditer(text):
+        name = match.group("name")
+        if not (Path(name).is_file() or (path.parent / name).is_file()):
+            line = text.count("\n", 0, match.start()) + 1
+            return f"{path}:{line}: include {name!r}: no such file (relative to the current dir)"
+    return f"{path}: a file it includes cannot be read"
+
+
+@contextlib.contextmanager
+def _quiet_gin_logging():
+    """gin logs "Path not found" on the root logger before raising; the one-line error says it."""
+    previous = logging.root.manager.disable
+    logging.disable(logging.ERROR)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
+
+
 def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list[Path]:
     """Clear gin, then parse files in order and bindings after them. Returns the resolved paths."""
     register_configurables(registry)
@@ -130,10 +162,23 @@ def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list
     paths = [resolve_config_path(f) for f in gin_files]
     for path in paths:
         try:
-            gin.parse_config_file(str(path))
+            with _quiet_gin_logging():
+                gin.parse_config_file(str(path))
         except (ValueError, SyntaxError, tokenize.TokenError, TypeError) as exc:
             gin.clear_config()
             raise ConfigError(_one_line(exc, str(path), registry)) from None
+        except ImportError as exc:
+            gin.clear_config()
+            found = re.search(r"No module named '([^']+)'", str(exc))
+            module = found.group(1) if found else exc.name or "?"
+            reason = str(exc).splitlines()[0].split(" In file ")[0]
+            raise ConfigError(
+                f"{path}: `import {module}` failed ({reason}); install the package that provides "
+                "it or remove the import"
+            ) from None
+        except OSError:
+            gin.clear_config()
+            raise ConfigError(_missing_include(path)) from None
     for binding in bindings:
         if "=" not in binding:
             raise ConfigError(

@@ -444,3 +444,136 @@ def test_second_signal_aborts_with_the_signal_exit_status(sig):
             time.sleep(0.1)
     assert info.value.exit_code == 128 + sig
     assert signal.getsignal(sig) is previous
+
+
+# -- 6. one line instead of a traceback -----------------------------------------------------------
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('include "missing_file.gin"\n', "include 'missing_file.gin': no such file"),
+        ("import not_a_module_xyz\n", "`import not_a_module_xyz` failed"),
+    ],
+)
+def test_gin_include_or_import_of_something_missing(tmp_path, content, message):
+    config = tmp_path / "bad.gin"
+    config.write_text(content)
+    result = invoke("run", "--gin", str(config), "--run-dir", str(tmp_path / "run"))
+    one_line_error(result, f"{config}", message)
+    assert not (tmp_path / "run").exists()
+
+
+def test_undefined_macro_and_directory_as_gin(tmp_path):
+    config = tmp_path / "macro.gin"
+    config.write_text("train.steps = %UNDEFINED_STEPS\n")
+    result = invoke("run", "--gin", "wgangp_toy_quick", "--gin", str(config), *TINY)
+    one_line_error(result, "gin macro %UNDEFINED_STEPS is used but never defined")
+    one_line_error(invoke("run", "--gin", str(tmp_path)), "is a directory")
+
+
+@pytest.mark.parametrize(
+    "binding, message",
+    [
+        ("dataset.data_dir='{file}'", "is a file, not a directory"),
+        ("dataset.data_dir='{file}/sub'", "cannot be created"),
+        ("dataset.shuffle_buffer=0", "dataset.shuffle_buffer must be an integer >= 1"),
+        ("dataset.name='lipgan_toy/8gausians'", "no config '8gausians'; lipgan_toy has 8gaussians"),
+    ],
+)
+def test_bad_dataset_settings(tmp_path, binding, message):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    run_dir = tmp_path / "run"
+    result = invoke("run", *TINY, "--bind", binding.format(file=blocker), "--run-dir", str(run_dir))
+    line = one_line_error(result, message)
+    assert line.endswith(("swissroll", "swiss_roll")) or "8gausians" not in line
+    assert not run_dir.exists()
+
+
+def test_sample_into_an_unwritable_place(tmp_path):
+    run_dir = tmp_path / "run"
+    train(run_dir, 5)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = invoke("sample", str(run_dir), "--out", str(blocker / "sub" / "s"))
+    one_line_error(result, "--out", "cannot write", "choose a writable place")
+    assert blocker.read_text() == "x"
+
+
+def test_full_disk_during_a_checkpoint_save(tmp_path, monkeypatch):
+    import tensorflow as tf
+
+    run_dir = tmp_path / "run"
+    train(run_dir, 5)
+    real_save = tf.train.CheckpointManager.save
+
+    def full_disk(self, checkpoint_number=None, **kwargs):
+        # What a full disk leaves: a temporary folder with part of the data, then an error.
+        partial = run_dir / "checkpoints" / f"ckpt-{checkpoint_number}_temp"
+        partial.mkdir()
+        (partial / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"\0" * 100)
+        raise tf.errors.ResourceExhaustedError(None, None, "No space left on device")
+
+    monkeypatch.setattr(tf.train.CheckpointManager, "save", full_disk)
+    result = invoke("run", *TINY, "--bind", "train.steps=10", "--run-dir", str(run_dir))
+    line = one_line_error(result, "cannot save checkpoint 10", "No space left on device")
+    assert "ckpt-5 is kept" in line and "a checkpoint needs about" in line
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir() if p.is_dir()) == []
+    monkeypatch.setattr(tf.train.CheckpointManager, "save", real_save)
+    assert "resumed from" in train(run_dir, 10).output  # the previous checkpoint still works
+
+
+RAISING_PENALTY_PLUGIN = """
+from lipgan import Constraint, hookimpl
+
+class Raising(Constraint):
+    name = "raising"
+
+    def penalty(self, critic, real, fake, ctx):
+        raise RuntimeError("this penalty is broken")
+
+@hookimpl
+def lipgan_register_constraints(register):
+    register(Raising)
+"""
+
+
+def test_error_inside_a_plugin_penalty_names_the_error_and_where(tmp_path, monkeypatch):
+    from tests.fake_dists import make_dist
+
+    site = make_dist(
+        tmp_path / "site",
+        "lipgan-raising",
+        "0.1",
+        "raising",
+        "lipgan_raising",
+        RAISING_PENALTY_PLUGIN,
+    )
+    monkeypatch.syspath_prepend(str(site))
+    result = invoke(
+        "run",
+        *TINY,
+        "--bind",
+        "train.constraint = @raising()",
+        "--run-dir",
+        str(tmp_path / "run"),
+    )
+    line = one_line_error(result, "RuntimeError: this penalty is broken", "lipgan_raising.py:")
+    assert "in user code" not in line
+
+
+def test_force_with_a_changed_model_says_so(tmp_path):
+    run_dir = tmp_path / "run"
+    train(run_dir, 5)
+    result = invoke(
+        "run",
+        *TINY,
+        "--bind",
+        "train.steps=10",
+        "--bind",
+        "mlp_critic.width=32",
+        "--force",
+        "--run-dir",
+        str(run_dir),
+    )
+    line = one_line_error(result, "ckpt-5 was written for other models", "new --run-dir")
+    assert "unreadable" not in line and "no readable checkpoint" not in line
