@@ -74,7 +74,10 @@ def _import_tensorflow(verbose: bool) -> None:
 def _discover(disabled):
     from lipgan.plugins import load_registry
 
-    return load_registry(disabled=disabled)
+    discovery = load_registry(disabled=disabled)
+    for notice in discovery.notices:
+        click.echo(notice, err=True)
+    return discovery
 
 
 class LipganGroup(click.Group):
@@ -393,6 +396,7 @@ def plugins(as_json, disabled):
             "plugins": entries,
             "failed": [f.as_dict() for f in discovery.failures],
             "blocked": discovery.blocked,
+            "clashes": discovery.clashes,
         }
         click.echo(json.dumps(payload, indent=2))
         return
@@ -402,6 +406,8 @@ def plugins(as_json, disabled):
             click.echo(f"  {item['name']:<20} {item['source']:<24} {item['description']}")
     for failure in discovery.failures:
         click.echo(f"failed: {failure.plugin} ({failure.source}): {failure.error}")
+    for reason in discovery.clashes.values():
+        click.echo(f"clash (unavailable): {reason}")
     if discovery.blocked:
         click.echo(f"blocked: {', '.join(discovery.blocked)}")
 

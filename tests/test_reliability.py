@@ -577,3 +577,52 @@ def test_force_with_a_changed_model_says_so(tmp_path):
     )
     line = one_line_error(result, "ckpt-5 was written for other models", "new --run-dir")
     assert "unreadable" not in line and "no readable checkpoint" not in line
+
+
+# -- 7. a plugin that registers a built-in's name -------------------------------------------------
+CLASHING_PLUGIN = '''
+import tensorflow as tf
+from lipgan import Constraint, hookimpl
+
+class MyGradientPenalty(Constraint):
+    """Claims the built-in's name."""
+    name = "gradient_penalty"
+
+    def __init__(self, weight: float = 1.0):
+        self.weight = weight
+
+    def penalty(self, critic, real, fake, ctx):
+        return self.weight * tf.ones([tf.shape(real)[0]])
+
+@hookimpl
+def lipgan_register_constraints(register):
+    register(MyGradientPenalty)
+'''
+
+
+def test_a_clashing_plugin_blocks_only_configs_that_use_the_name(tmp_path, monkeypatch):
+    from tests.fake_dists import make_dist
+
+    site = make_dist(tmp_path / "site", "lipgan-clash", "0.1", "my_gp", "my_gp", CLASHING_PLUGIN)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delenv("LIPGAN_DISABLE_PLUGINS", raising=False)
+
+    listed = invoke("plugins")
+    assert listed.exit_code == 0, listed.output
+    clash = [ln for ln in listed.output.splitlines() if ln.startswith("clash")]
+    assert len(clash) == 1 and "'gradient_penalty'" in clash[0]
+    assert "(built-in)" in clash[0] and "plugin 'my_gp' (lipgan-clash 0.1)" in clash[0]
+    assert "weight_clip" in listed.output  # everything else is still listed
+
+    needs_it = invoke("config", "show")  # the default config uses gradient_penalty
+    one_line_error(needs_it, "'gradient_penalty' is unavailable", "lipgan-clash 0.1")
+    other = invoke("config", "show", "--gin", "wgan_clip_toy")
+    assert other.exit_code == 0 and "weight_clip" in other.output
+
+    # Blocking the built-in hands the name to the plugin, and every command says so.
+    replaced = invoke("config", "show", "--disable-plugin", "gradient_penalty")
+    assert replaced.exit_code == 0, replaced.output
+    assert (
+        "warning: constraint 'gradient_penalty' is now provided by plugin 'my_gp' "
+        "(lipgan-clash 0.1) as my_gp.MyGradientPenalty, not by lipgan's built-in (blocked)"
+    ) in replaced.output
