@@ -3,7 +3,8 @@
 Layout (also in the README)::
 
     config.gin            the config as parsed (files + bindings); compared when the dir is reused
-    config-before-<k>.gin a config replaced with --force at step k
+    config-before-<k>.gin a config replaced with --force at step k (-2, -3, ... if replaced again)
+    .lock                 flock held by the live run: one writer at a time
     operative_config.gin  the parameters actually used, defaults included
     metrics.jsonl         one JSON object per logged step (losses, diagnostics, evaluation metrics)
     checkpoints/          CheckpointManager: models, optimizers, iteration, seed, input position
