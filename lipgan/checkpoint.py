@@ -11,18 +11,62 @@ index under a temporary name, renames them into place, and only then rewrites th
 ``checkpoint`` state file (itself written to a temporary file and renamed). A process killed during a
 save leaves the previous checkpoint as the latest. A checkpoint that cannot be read anyway (a disk
 error, a truncated copy) is skipped with a warning in favour of the one before it.
+
+The checkpoints of a run are found from the files themselves (``ckpt-<N>.index``) as well as from
+the state file: TensorFlow treats a damaged state file as "no checkpoints" (and an empty one as an
+error), which would restart a run from step 0 over its own checkpoints. A damaged state file is
+rewritten from the files at the first save, never before (checking a run dir writes nothing).
 """
 
 from __future__ import annotations
 
+import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import tensorflow as tf
 
 from lipgan.errors import CheckpointError, first_line
+from lipgan.rundir import CHECKPOINT_DIR, checkpoint_steps
 
-CHECKPOINT_DIR = "checkpoints"
+STATE_FILE = "checkpoint"
+_STATE_LINE = re.compile(
+    r'^(model_checkpoint_path|all_model_checkpoint_paths): "(?P<path>[^"]+)"$'
+    r"|^(all_model_checkpoint_timestamps|last_preserved_timestamp): [0-9.eE+-]+$"
+)
+
+
+def read_state(directory: str | Path) -> tuple[list[str], str | None]:
+    """The prefixes listed by ``directory``'s state file, oldest first, and what is wrong with it.
+
+    Parsed here rather than by TensorFlow, which logs a parse error and then reports no
+    checkpoints at all. ``([], None)`` when there is no state file; ``([], reason)`` when it is
+    damaged (not the text format ``CheckpointManager`` writes, or naming no checkpoint).
+    """
+    state = Path(directory) / STATE_FILE
+    if not state.exists():
+        return [], None
+    try:
+        text = state.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        return [], f"unreadable ({exc})"
+    paths, latest = [], None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        match = _STATE_LINE.match(line.strip())
+        if match is None:
+            return [], f"line {line.strip()[:40]!r} is not a checkpoint state"
+        if match.group(1) == "model_checkpoint_path":
+            latest = match.group("path")
+        elif match.group("path"):
+            paths.append(match.group("path"))
+    if latest is None:
+        return [], "it is empty" if not text.strip() else "it names no checkpoint"
+    if latest not in paths:
+        paths.append(latest)
+    return [str(Path(directory) / p) if not Path(p).is_absolute() else p for p in paths], None
 
 
 class RunCheckpoint:
@@ -53,6 +97,7 @@ class RunCheckpoint:
         }
         self.training = training
         self.iterator = iterator
+        self.manager = None
         self._use(iterator)
         #: The checkpoint the models now hold: the one restored, then each one saved.
         self.current: str | None = None
@@ -62,9 +107,16 @@ class RunCheckpoint:
     def _use(self, iterator) -> None:
         objects = dict(self.state, data=iterator) if iterator is not None else self.state
         self.checkpoint = tf.train.Checkpoint(**objects)
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint, str(self.directory), self.max_to_keep
-        )
+        if self.manager is not None:
+            self.manager = self._manager()
+
+    def _manager(self) -> tf.train.CheckpointManager:
+        """The manager for saving, made on the first save: a damaged state file is rewritten from
+        the checkpoint files first, so the manager keeps and later deletes the right ones."""
+        _, problem = read_state(self.directory)
+        if problem is not None:
+            write_state(self.directory, checkpoint_steps(self.directory))
+        return tf.train.CheckpointManager(self.checkpoint, str(self.directory), self.max_to_keep)
 
     @property
     def latest(self) -> str | None:
@@ -72,8 +124,14 @@ class RunCheckpoint:
         return self.current
 
     def available(self) -> list[str]:
-        """Checkpoint prefixes on disk, newest first."""
-        return list(reversed(self.manager.checkpoints))
+        """Checkpoint prefixes, newest first: those in the state file and those on disk."""
+        listed, _ = read_state(self.directory)
+        found = [str(self.directory / f"ckpt-{n}") for n in checkpoint_steps(self.directory)]
+        return sorted(set(listed) | set(found), key=_step_of, reverse=True)
+
+    def state_problem(self) -> str | None:
+        """What is wrong with the state file (``None``: nothing, or there is none)."""
+        return read_state(self.directory)[1]
 
     def _restore(self, path: str) -> bool:
         """Restore ``path``; whether it held (and restored) the input position."""
@@ -94,6 +152,13 @@ class RunCheckpoint:
         fail, :class:`CheckpointError` says why; nothing on disk is changed either way.
         """
         candidates = self.available()
+        problem = self.state_problem()
+        if problem is not None and candidates:
+            warn(
+                f"warning: {self.directory / STATE_FILE} is damaged ({problem}); using the "
+                f"checkpoint files themselves (newest: {Path(candidates[0]).name}); the state "
+                "file is rewritten at the next save"
+            )
         errors = []
         for path in candidates:
             try:
@@ -101,6 +166,13 @@ class RunCheckpoint:
             except Exception as exc:  # noqa: BLE001 - a damaged file fails in many ways (OpError,
                 # IndexError "Read less bytes than requested", ValueError...); each means "unusable"
                 reason = first_line(exc, 200)
+                if _model_mismatch(exc):
+                    # Readable, but written for other models: older checkpoints are no better.
+                    raise CheckpointError(
+                        f"{path} was written for other models or optimizers ({reason}); a run's "
+                        "models cannot change, not even with --force: train them in a new "
+                        "--run-dir"
+                    ) from None
                 errors.append(f"{Path(path).name}: {reason}")
                 warn(f"warning: cannot restore {path} ({reason}); trying the previous checkpoint")
                 continue
@@ -122,6 +194,33 @@ class RunCheckpoint:
         """Write a checkpoint for ``iteration`` unless the latest one already is for it."""
         if self.current is not None and self.current.endswith(f"-{iteration}"):
             return
+        if self.manager is None:
+            self.manager = self._manager()
+        try:
+            self._save(iteration, warn)
+        except (OSError, tf.errors.OpError) as exc:
+            # A full disk or a vanished mount: no half-written checkpoint may stay behind to be
+            # mistaken for one, and the previous one is still the latest.
+            for partial in self.directory.glob(f"ckpt-{iteration}_temp*"):
+                shutil.rmtree(partial, ignore_errors=True)
+            kept = f"{Path(self.current).name} is kept" if self.current else "none was written"
+            raise CheckpointError(
+                f"cannot save checkpoint {iteration} in {self.directory} ({first_line(exc, 200)}); "
+                f"the previous checkpoint {kept}; a checkpoint needs about "
+                f"{_megabytes(self._size())} free there"
+            ) from None
+
+    def _size(self) -> int:
+        """Bytes of one checkpoint: the last one written, else the variables' own size."""
+        if self.current:
+            files = Path(self.current).parent.glob(Path(self.current).name + ".*")
+            size = sum(f.stat().st_size for f in files if f.is_file())
+            if size:
+                return size
+        variables = [v for obj in self.state.values() for v in _variables(obj)]
+        return sum(v.shape.num_elements() * v.dtype.size for v in variables)
+
+    def _save(self, iteration: int, warn: Callable[[str], None]) -> None:
         try:
             self.current = self.manager.save(checkpoint_number=iteration)
         except (tf.errors.FailedPreconditionError, tf.errors.UnimplementedError) as exc:
@@ -134,6 +233,50 @@ class RunCheckpoint:
             self.iterator = None
             self._use(None)
             self.current = self.manager.save(checkpoint_number=iteration)
+
+
+def write_state(directory: Path, steps: list[int]) -> None:
+    """Rewrite the state file to list ``ckpt-<step>`` for ``steps`` (ascending), newest latest.
+
+    The timestamps are the files' own, all newer than ``last_preserved_timestamp``, so the
+    manager deletes the oldest beyond ``max_to_keep`` as it would have. Written to a temporary
+    file and renamed, as TensorFlow writes it.
+    """
+    state = directory / STATE_FILE
+    if not steps:
+        state.unlink(missing_ok=True)
+        return
+    times = [(directory / f"ckpt-{n}.index").stat().st_mtime for n in steps]
+    lines = [f'model_checkpoint_path: "ckpt-{steps[-1]}"']
+    lines += [f'all_model_checkpoint_paths: "ckpt-{n}"' for n in steps]
+    lines += [f"all_model_checkpoint_timestamps: {t!r}" for t in times]
+    lines.append(f"last_preserved_timestamp: {min(times) - 1.0!r}")
+    tmp = state.with_name(STATE_FILE + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(state)
+
+
+def _model_mismatch(exc: BaseException) -> bool:
+    """Whether a failed restore means "another model" rather than "a damaged file"."""
+    text = str(exc)
+    return isinstance(exc, (ValueError, AssertionError)) and (
+        "incompatible tensor with shape" in text or "Unresolved object in checkpoint" in text
+    )
+
+
+def _variables(obj) -> list:
+    if isinstance(obj, tf.Variable):
+        return [obj]
+    return list(getattr(obj, "variables", []))
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:.1f} MB" if size >= 1e5 else f"{size / 1e3:.0f} kB"
+
+
+def _step_of(prefix: str) -> int:
+    match = re.search(r"-(\d+)$", prefix)
+    return int(match.group(1)) if match else -1
 
 
 def checkpointable(iterator) -> bool:

@@ -8,9 +8,11 @@ commands, after its C++ log level is set.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -54,15 +56,23 @@ def _import_tensorflow(verbose: bool) -> None:
         if saved is not None:
             os.dup2(saved, fd)
             os.close(saved)
+    import logging
+
     import absl.logging
 
     absl.logging.set_verbosity(absl.logging.ERROR)
+    # TensorFlow's Python warnings (e.g. "unrestored values" after a refused checkpoint) would
+    # follow lipgan's one-line error; --verbose shows them.
+    logging.getLogger("tensorflow").setLevel(logging.ERROR)
 
 
 def _discover(disabled):
     from lipgan.plugins import load_registry
 
-    return load_registry(disabled=disabled)
+    discovery = load_registry(disabled=disabled)
+    for notice in discovery.notices:
+        click.echo(notice, err=True)
+    return discovery
 
 
 class LipganGroup(click.Group):
@@ -76,14 +86,39 @@ class LipganGroup(click.Group):
             sys.exit(exc.exit_code)
         except LipganError as exc:
             _fail(first_line(exc))
-        except (TypeError, ValueError) as exc:
-            # An error raised by a configurable's own argument checks: gin appends its call
-            # chain, which is how we tell it from a bug in lipgan (those keep their traceback).
+        except Exception as exc:
+            # An error raised by a configurable's own argument checks, or by plugin code it
+            # calls: gin appends its call chain, which is how we tell it from a bug in lipgan
+            # (those keep their traceback).
             text = str(exc)
             if GIN_CALL_MARKER not in text:
                 raise
-            where = text[text.index(GIN_CALL_MARKER) :].split("'")[1]
-            _fail(f"{where}: {first_line(exc)}")
+            _fail(configurable_error(text, first_line(exc)))
+
+
+_USER_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
+_USER_ERROR = re.compile(r"^\s*(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit)): (?P<msg>.*)$")
+
+
+def configurable_error(text: str, summary: str) -> str:
+    """One line for an error gin raised while calling a configurable (``text`` is its message).
+
+    ``train: in user code:`` (TensorFlow's traced-function wrapping) becomes the error the plugin
+    raised and where; an undefined gin macro (gin calls its ``macro`` with no value) is named.
+    """
+    chain = text[text.index(GIN_CALL_MARKER) :]
+    where = chain.split("'")[1]
+    if where == "macro" and "scope '" in chain and "'value'" in text:
+        name = chain.split("scope '")[1].split("'")[0]
+        return f"gin macro %{name} is used but never defined; add `{name} = <value>` to a config"
+    if summary.strip().startswith("in user code:"):
+        lines = text[: text.index(GIN_CALL_MARKER)].splitlines()
+        frame = next((m for m in map(_USER_FRAME.match, reversed(lines)) if m), None)
+        error = next((m for m in map(_USER_ERROR.match, reversed(lines)) if m), None)
+        if error is not None:
+            at = f" (at {frame['file']}:{frame['line']}, in {frame['fn']})" if frame else ""
+            return f"{where}: {error['type']}: {error['msg']}{at}"
+    return f"{where}: {summary}"
 
 
 @click.group(cls=LipganGroup)
@@ -100,9 +135,10 @@ def cli(ctx: click.Context, verbose: bool) -> None:
 
 
 def _default_run_dir(gin_files) -> Path:
+    """``runs/<config>-<date>-<time>-<pid>``: two runs started in the same second get two dirs."""
     stem = Path(gin_files[-1]).stem if gin_files else Path(DEFAULT_CONFIG).stem
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{stem}-{stamp}"
+    return Path("runs") / f"{stem}-{stamp}-{os.getpid()}"
 
 
 def _parse(discovery, gin_files, bindings, strategy_name=None):
@@ -162,7 +198,7 @@ def _run_config(run_dir: Path, option: str) -> Path:
 @click.option(
     "--run-dir",
     type=click.Path(path_type=Path),
-    help="Output folder (default: runs/<config>-<time>).",
+    help="Output folder (default: runs/<config>-<time>-<pid>).",
 )
 @click.option(
     "--resume",
@@ -299,13 +335,22 @@ def sample(run_dir, num, out, seed, disabled):
     trainer, step = _load_run(run_dir, [], False, disabled)
     seed = trainer.seed if seed is None else seed
     samples = trainer.sample(num, seed)
-    npz.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(npz, samples=samples, step=step, seed=seed)
     png = evaluation.render(trainer.wgan, samples, title=f"{run_dir.name} step {step}")
     written = [npz]
-    if png:
-        npz.with_suffix(".png").write_bytes(png)
-        written.append(npz.with_suffix(".png"))
+    try:
+        npz.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(npz, samples=samples, step=step, seed=seed)
+        if png:
+            npz.with_suffix(".png").write_bytes(png)
+            written.append(npz.with_suffix(".png"))
+    except OSError as exc:
+        for path in written:
+            with contextlib.suppress(OSError):
+                path.unlink()  # nothing half-written
+        raise ConfigError(
+            f"--out {out}: cannot write {exc.filename or npz} ({exc.strerror or exc}); "
+            "choose a writable place"
+        ) from None
     click.echo(" ".join(str(p) for p in written))
 
 
@@ -358,6 +403,7 @@ def plugins(as_json, disabled):
             "plugins": entries,
             "failed": [f.as_dict() for f in discovery.failures],
             "blocked": discovery.blocked,
+            "clashes": discovery.clashes,
         }
         click.echo(json.dumps(payload, indent=2))
         return
@@ -367,6 +413,8 @@ def plugins(as_json, disabled):
             click.echo(f"  {item['name']:<20} {item['source']:<24} {item['description']}")
     for failure in discovery.failures:
         click.echo(f"failed: {failure.plugin} ({failure.source}): {failure.error}")
+    for reason in discovery.clashes.values():
+        click.echo(f"clash (unavailable): {reason}")
     if discovery.blocked:
         click.echo(f"blocked: {', '.join(discovery.blocked)}")
 

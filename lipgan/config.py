@@ -139,6 +139,8 @@ def resolve_config_path(path: str) -> Path:
     candidate = Path(path)
     if candidate.is_file():
         return candidate
+    if candidate.is_dir():
+        raise ConfigError(f"--gin {path} is a directory; pass a .gin file in it")
     shipped = shipped_configs()
     for name in (candidate.name, f"{candidate.name}.gin"):
         if name in shipped:
@@ -182,21 +184,32 @@ def _unknown_name(name: str, registry: Registry) -> str:
     )
 
 
-class _SearchPathMisses(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Path not found")
+_INCLUDE = re.compile(r"""^\s*include\s+['"](?P<name>[^'"]+)['"]""", re.MULTILINE)
+
+
+def _missing_include(path: Path) -> str:
+    """Why parsing ``path`` hit a missing file: the ``include`` that names one (gin says nothing)."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        return f"{path}: cannot be read ({exc.strerror or exc})"
+    for match in _INCLUDE.finditer(text):
+        name = match.group("name")
+        if not any((base / name).is_file() for base in (Path(), path.parent, _configs_dir())):
+            line = text.count("\n", 0, match.start()) + 1
+            return f"{path}:{line}: include {name!r}: no such file (relative to the current dir or lipgan's configs)"
+    return f"{path}: a file it includes cannot be read"
 
 
 @contextlib.contextmanager
-def _quiet_search_path_misses():
-    """gin logs an ERROR for every search path an ``include`` is *not* found in, even when a later
-    one has it; those are not errors here (a missing include still fails with its own message)."""
-    quiet = _SearchPathMisses()
-    logging.getLogger().addFilter(quiet)
+def _quiet_gin_logging():
+    """gin logs "Path not found" on the root logger before raising; the one-line error says it."""
+    previous = logging.root.manager.disable
+    logging.disable(logging.ERROR)
     try:
         yield
     finally:
-        logging.getLogger().removeFilter(quiet)
+        logging.disable(previous)
 
 
 def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list[Path]:
@@ -206,11 +219,23 @@ def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list
     paths = [resolve_config_path(f) for f in gin_files]
     for path in paths:
         try:
-            with _quiet_search_path_misses():
+            with _quiet_gin_logging():
                 gin.parse_config_file(str(path))
         except (ValueError, SyntaxError, tokenize.TokenError, TypeError) as exc:
             gin.clear_config()
             raise ConfigError(_one_line(exc, str(path), registry)) from None
+        except ImportError as exc:
+            gin.clear_config()
+            found = re.search(r"No module named '([^']+)'", str(exc))
+            module = found.group(1) if found else exc.name or "?"
+            reason = str(exc).splitlines()[0].split(" In file ")[0]
+            raise ConfigError(
+                f"{path}: `import {module}` failed ({reason}); install the package that provides "
+                "it or remove the import"
+            ) from None
+        except OSError:
+            gin.clear_config()
+            raise ConfigError(_missing_include(path)) from None
     for binding in bindings:
         if "=" not in binding:
             raise ConfigError(

@@ -25,7 +25,7 @@ import keras
 import tensorflow as tf
 
 from lipgan.constraint import Constraint, StepContext
-from lipgan.errors import ConfigError, NonFiniteLossError
+from lipgan.errors import ConfigError, NonFiniteLossError, PluginError
 from lipgan.models.checks import warn_if_batch_norm
 
 METRICS = ("critic_loss", "wasserstein", "penalty", "generator_loss")
@@ -136,6 +136,40 @@ def nonfinite(*tensors) -> tf.Tensor:
     return 1 - tf.cast(tf.reduce_all(tf.stack(finite)), tf.int32)
 
 
+def checked_penalty(constraint, penalty, real: tf.Tensor) -> tf.Tensor:
+    """A constraint's penalty as float32 ``[b]``, or :class:`PluginError` at trace time.
+
+    The contract (docs/plugins.md) asks for ``None`` or one floating value per example of this
+    replica's batch. Anything else is not caught by TensorFlow in a useful way: a ``[b, 1]``
+    penalty (the critic's own output shape) broadcasts against the ``[b]`` Wasserstein term to
+    ``[b, b]`` and trains a wrong model silently; a scalar or ``[2b]`` one fails deep in the graph.
+    """
+    if penalty is None:
+        return tf.zeros([tf.shape(real)[0]], tf.float32)
+    batch = real.shape[0]
+    shape = getattr(penalty, "shape", None)
+    dtype = getattr(penalty, "dtype", None)
+    floating = isinstance(dtype, tf.DType) and dtype.is_floating
+    shape_ok = isinstance(shape, tf.TensorShape) and shape.is_compatible_with([batch])
+    if not (isinstance(penalty, (tf.Tensor, tf.Variable)) and floating and shape_ok):
+        cls = type(constraint)
+        got = (
+            f"shape {list(shape)} and dtype {dtype.name}"
+            if isinstance(shape, tf.TensorShape) and isinstance(dtype, tf.DType)
+            else f"a {type(penalty).__name__}"
+        )
+        error = PluginError(
+            f"constraint {getattr(constraint, 'name', cls.__name__)!r} "
+            f"({cls.__module__}.{cls.__qualname__}) returned a penalty of {got}; the plugin "
+            f"contract asks for None or a floating tensor of shape [{batch or 'b'}], one value "
+            "per example of this replica's batch, already weighted and not averaged (the engine "
+            "averages over the global batch); fix its penalty()"
+        )
+        error.ag_pass_through = True  # raised as is through tf.function, not as "in user code"
+        raise error
+    return tf.cast(penalty, tf.float32)
+
+
 def flat_scores(scores: tf.Tensor) -> tf.Tensor:
     """Critic output ``[b, 1]`` (or ``[b]``) as float32 ``[b]``."""
     return tf.reshape(tf.cast(scores, tf.float32), [-1])
@@ -231,10 +265,9 @@ class WGAN:
             scores = flat_scores(self.critic(tf.concat([real, fake], axis=0), training=True))
             d_real, d_fake = scores[:n], scores[n:]
             per_example = d_fake - d_real
-            penalty = self.constraint.penalty(self.critic, real, fake, ctx)
-            if penalty is None:
-                penalty = tf.zeros_like(per_example)
-            penalty = tf.cast(penalty, tf.float32)
+            penalty = checked_penalty(
+                self.constraint, self.constraint.penalty(self.critic, real, fake, ctx), real
+            )
             loss = self.average(per_example + penalty)
         variables = self.critic.trainable_variables
         grads = zeros_for_none(tape.gradient(loss, variables), variables)

@@ -3,7 +3,8 @@
 The compiled loop cannot be interrupted safely in the middle of a step, so the first signal only
 sets a flag; the host loop checks it between compiled calls, saves a checkpoint and exits. A second
 signal restores the default behaviour and stops at once (no checkpoint), for when the user really
-means it.
+means it: it raises :class:`~lipgan.errors.Interrupted` with the same exit status as the first
+(130 for SIGINT, 143 for SIGTERM), so schedulers see a signal stop, not a generic failure.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable
+
+from lipgan.errors import Interrupted
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -38,7 +41,12 @@ class StopRequests:
     def _handle(self, signum, frame):
         if self.signum is not None:  # second signal: give up on a clean stop
             self._restore()
-            raise KeyboardInterrupt
+            name = signal.Signals(signum).name
+            raise Interrupted(
+                f"second {name}: aborted at once, without saving a checkpoint (the last saved "
+                "one is kept)",
+                128 + signum,
+            )
         self.signum = signum
         self.notify(
             f"{signal.Signals(signum).name} received: stopping after the current compiled call "

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import pluggy
 
 from lipgan import hookspecs
-from lipgan.registry import DuplicateNameError, Registry
+from lipgan.registry import Registry
 
 ENTRY_POINT_GROUP = hookspecs.PROJECT_NAME
 DISABLE_ENV = "LIPGAN_DISABLE_PLUGINS"
@@ -64,6 +64,13 @@ class Discovery:
     sources: dict[str, str]
     failures: list[PluginFailure]
     blocked: list[str]
+    #: Warnings every command prints: a plugin now provides the name of a blocked built-in.
+    notices: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def clashes(self) -> dict[str, str]:
+        """Names registered more than once (unavailable), with who claimed them."""
+        return {name: self.registry.clash_reason(name) for name in self.registry.clashes}
 
     def hooks_of(self, plugin_name: str) -> list[str]:
         plugin = self.manager.get_plugin(plugin_name)
@@ -105,12 +112,12 @@ def _load_plugins(manager, blocked, failures) -> dict[str, str]:
         if (ep.name, source) in seen:  # the same dist visible twice on sys.path
             continue
         seen.add((ep.name, source))
-        if ep.name in sources:
-            raise DuplicateNameError(
-                f"plugin name {ep.name!r} is provided by both {sources[ep.name]} and {source}; "
-                f"uninstall one or block it with {DISABLE_ENV}"
-            )
-        try_register(ep.name, source, ep.load)
+        name = ep.name
+        if name in sources:
+            # Another plugin already has this name: load this one under a qualified name, so
+            # the names it registers clash (and are reported) instead of everything failing.
+            name = f"{ep.name} ({source})"
+        try_register(name, source, ep.load)
     return sources
 
 
@@ -152,12 +159,10 @@ def _call_register_hook(impl, kind: str, registry: Registry, source: str) -> str
             )
         )
         return None
-    except DuplicateNameError:
-        raise
     except Exception as exc:  # noqa: BLE001 - any plugin error is reported, not raised
         error = f"{type(exc).__name__}: {exc}"
         for entry in added:
-            registry.remove(entry.kind, entry.name)
+            registry.remove(entry.kind, entry.name, entry)
             registry.mark_unavailable(entry.name, f"{entry.describe()} failed to load: {error}")
         return error
 
@@ -190,4 +195,18 @@ def load_registry(disabled: Iterable[str] | None = None) -> Discovery:
         registry.mark_unavailable(
             name, f"plugin {name!r} is blocked by {DISABLE_ENV} or --disable-plugin"
         )
-    return Discovery(registry, manager, sources, failures, sorted(blocked))
+    return Discovery(
+        registry, manager, sources, failures, sorted(blocked), _replaced_builtins(registry, blocked)
+    )
+
+
+def _replaced_builtins(registry: Registry, blocked: set[str]) -> list[str]:
+    """Loud notes for names of blocked built-ins that a third-party class now provides."""
+    notes = []
+    for entry in registry.entries():
+        if entry.source != BUILTIN_SOURCE and entry.name in BUILTIN_PLUGINS.keys() & blocked:
+            notes.append(
+                f"warning: {entry.kind} {entry.name!r} is now provided by {entry.describe()} "
+                f"as {entry.qualified_class()}, not by lipgan's built-in (blocked)"
+            )
+    return notes

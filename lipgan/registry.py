@@ -1,8 +1,10 @@
 """Name -> class tables for constraints and strategies, filled by plugin hooks.
 
 One place decides what a name means: the CLI, gin files and the benchmark all look names up here.
-Duplicate names are rejected with both owners named. (Making the classes gin configurables is the
-gin edge's job: :func:`lipgan.config.register_configurables`.)
+A name registered twice is a clash: neither owner gets it (either silent choice would surprise
+someone), the name becomes unavailable with both owners named, and everything else keeps working,
+so only a config that uses the name fails. (Making the classes gin configurables is the gin edge's
+job: :func:`lipgan.config.register_configurables`.)
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ KINDS = {"constraint": Constraint, "strategy": StrategyPlugin}
 
 
 class DuplicateNameError(PluginError):
-    """Two plugins claim the same name: fatal, since either choice would surprise someone."""
+    """Two plugins claim the same name (a :class:`Registry` records it as a clash instead)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +36,9 @@ class Registration:
     def describe(self) -> str:
         return f"plugin {self.plugin!r} ({self.source})"
 
+    def qualified_class(self) -> str:
+        return f"{self.cls.__module__}.{self.cls.__qualname__}"
+
     def as_dict(self) -> dict:
         doc = self.cls.description or (inspect.getdoc(self.cls) or "").split("\n")[0]
         return {
@@ -42,7 +47,7 @@ class Registration:
             "plugin": self.plugin,
             "source": self.source,
             **_distribution(self.source),
-            "class": f"{self.cls.__module__}.{self.cls.__qualname__}",
+            "class": self.qualified_class(),
             "description": doc,
         }
 
@@ -64,12 +69,29 @@ class Registry:
         self._entries: dict[str, dict[str, Registration]] = {kind: {} for kind in KINDS}
         #: name -> why it is not available (its plugin failed or is blocked); used in error messages.
         self.unavailable: dict[str, str] = {}
+        #: name -> every registration that claimed it, when more than one did.
+        self.clashes: dict[str, list[Registration]] = {}
 
     def mark_unavailable(self, name: str, reason: str) -> None:
         self.unavailable.setdefault(name, reason)
 
-    def remove(self, kind: str, name: str) -> None:
-        self._entries[kind].pop(name, None)
+    def remove(self, kind: str, name: str, entry: Registration | None = None) -> None:
+        """Drop ``name`` (only if it is still ``entry``, when given; clashes forget ``entry``)."""
+        if entry is not None and name in self.clashes:
+            owners = [o for o in self.clashes[name] if o is not entry]
+            self.clashes[name] = owners
+            self.unavailable[name] = self.clash_reason(name)
+            return
+        if entry is None or self._entries[kind].get(name) is entry:
+            self._entries[kind].pop(name, None)
+
+    def clash_reason(self, name: str) -> str:
+        owners = self.clashes[name]
+        return (
+            f"{owners[0].kind} name {name!r} is registered by "
+            + " and by ".join(f"{o.describe()} as {o.qualified_class()}" for o in owners)
+            + "; uninstall one or block one with LIPGAN_DISABLE_PLUGINS=<plugin>"
+        )
 
     def add(self, kind: str, cls: type, *, plugin: str, source: str) -> Registration:
         base = KINDS[kind]
@@ -85,13 +107,12 @@ class Registry:
                 "set the class attribute `name` to a snake_case identifier"
             )
         table = self._entries[kind]
-        if name in table:
-            raise DuplicateNameError(
-                f"{kind} name {name!r} is registered twice: by {table[name].describe()} and by "
-                f"plugin {plugin!r} ({source}); uninstall one or block it with "
-                "LIPGAN_DISABLE_PLUGINS"
-            )
         entry = Registration(kind, name, cls, plugin, source)
+        if name in table or name in self.clashes:
+            first = table.pop(name, None)
+            self.clashes.setdefault(name, [first] if first else []).append(entry)
+            self.unavailable[name] = self.clash_reason(name)
+            return entry
         table[name] = entry
         return entry
 

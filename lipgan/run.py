@@ -21,11 +21,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import tensorflow as tf
 
 from lipgan.checkpoint import RunCheckpoint, checkpointable
 from lipgan.engine import METRICS, StepConfig
-from lipgan.errors import CheckpointError, Interrupted, NonFiniteLossError
+from lipgan.errors import CheckpointError, ConfigError, Interrupted, NonFiniteLossError
 from lipgan.interrupt import StopRequests
 from lipgan.progress import Progress
 from lipgan.rundir import SAMPLES, RunDir
@@ -35,6 +36,43 @@ from lipgan.trainer import Callback, Intervals, Trainer, TrainState
 def warn(message: str) -> None:
     """Warnings go to stderr whatever the progress display (even with --quiet)."""
     print(message, file=sys.stderr, flush=True)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+#: ``train`` parameters that must be integers, and those that must be booleans: checked before
+#: anything is built or written, so ``train.n_critic=2.5`` is one line and not a failed first step.
+INTEGER_PARAMETERS = (
+    "steps",
+    "global_batch_size",
+    "n_critic",
+    "seed",
+    "steps_per_execution",
+    "log_every",
+    "checkpoint_every",
+    "max_checkpoints",
+    "plot_samples",
+    "diagnostics_every",
+    "eval_every",
+    "eval_samples",
+    "histogram_every",
+)
+BOOLEAN_PARAMETERS = ("jit_compile", "checkpoint_input", "force")
+
+
+def check_parameter_types(values: dict) -> None:
+    """Raise :class:`ConfigError` naming the first ``train.*`` value of the wrong type."""
+    for name in INTEGER_PARAMETERS:
+        if name in values and not _is_int(values[name]):
+            raise ConfigError(
+                f"train.{name}={values[name]!r} is invalid: must be an integer "
+                f"(a {type(values[name]).__name__} was given)"
+            )
+    for name in BOOLEAN_PARAMETERS:
+        if name in values and not isinstance(values[name], (bool, np.bool_)):
+            raise ConfigError(f"train.{name}={values[name]!r} is invalid: must be True or False")
 
 
 def train(
@@ -75,6 +113,10 @@ def train(
     optimizers and the dataset are *factories* (``@mlp_critic``, ``@critic/Adam``, ``@dataset()``),
     called inside ``strategy.scope()``. The intervals (0 = never) are those of :class:`Intervals`.
     """
+    check_parameter_types(
+        {name: value for name, value in locals().items() if name in INTEGER_PARAMETERS}
+        | {"jit_compile": jit_compile, "checkpoint_input": checkpoint_input, "force": force}
+    )
     return trainer(**locals_of_trainer(locals())).fit(
         steps,
         run_dir=run_dir,
@@ -188,11 +230,22 @@ class TrainingLoop:
         return chunk
 
     def open(self, run_dir, force: bool, settings: dict, config_text: str | None) -> int:
-        """Check and restore the run dir (no writes), then start writing; the step to start from."""
+        """Lock, check and restore the run dir (no writes), then start writing; the start step.
+
+        The lock is held from before the first read until :meth:`run` ends (or this fails), so
+        a second run on the same dir stops at once instead of interleaving its writes.
+        """
         if run_dir is None:
             return 0
-        chief = self.trainer.chief
         rundir = RunDir(run_dir)
+        try:
+            return self._open(rundir, run_dir, force, settings, config_text)
+        except BaseException:
+            rundir.close()
+            raise
+
+    def _open(self, rundir, run_dir, force, settings, config_text) -> int:
+        chief = self.trainer.chief
         differences = rundir.check(settings, config_text, force) if chief else []
         saved_input = self.checkpoint_input and checkpointable(self.iterator)
         self.checkpoint = RunCheckpoint(

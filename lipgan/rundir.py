@@ -4,7 +4,9 @@ Layout (also in the README)::
 
     settings.json         the run's settings (lipgan.Trainer.settings); compared when the dir is reused
     config.gin            the gin config as parsed (files + bindings), for runs started by the CLI
-    config-before-<k>.gin a config replaced with --force at step k
+    settings-before-<k>.json, config-before-<k>.gin
+                          the records replaced with --force at step k (-2, -3, ... if replaced again)
+    .lock                 flock held by the live run: one writer at a time
     operative_config.gin  the parameters actually used, defaults included
     metrics.jsonl         one JSON object per logged step (losses, diagnostics, evaluation metrics)
     checkpoints/          CheckpointManager: models, optimizers, iteration, seed, input position
@@ -14,16 +16,30 @@ Layout (also in the README)::
 Reusing a directory resumes it, so the settings must be the same: only those in
 :data:`RESUMABLE_SETTINGS` (how long and how verbosely to train) may change without ``force``. The
 record is ``settings.json``, written from :meth:`lipgan.Trainer.settings` whether the run was
-started from Python or from gin; runs older than it are compared by their ``config.gin``.
+started from Python or from gin; runs older than it are compared by their ``config.gin``. A dir
+holds a run once it holds a checkpoint: a run that failed before its first checkpoint left nothing
+to resume, so its record does not bind the next attempt. Checkpoints without a record are refused
+unless ``force`` (nothing says what they were trained with).
+
+One writer at a time: a run holds an exclusive ``flock`` on ``.lock`` in the dir for its whole
+life. The kernel drops it when the process ends, however it ends, so a killed run never leaves a
+stale lock behind. The check functions take plain values so that every front end (CLI, Python API)
+shares them.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import tempfile
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; runs are then not protected against a second writer
+    fcntl = None
 
 from lipgan.errors import RunDirError
 
@@ -33,6 +49,8 @@ OPERATIVE_CONFIG = "operative_config.gin"
 METRICS = "metrics.jsonl"
 TENSORBOARD = "tensorboard"
 SAMPLES = "samples.png"
+CHECKPOINT_DIR = "checkpoints"
+LOCK = ".lock"
 
 #: Bindings that may differ when a run is resumed: they change how long or how verbosely it
 #: trains, never what a step computes.
@@ -79,6 +97,39 @@ def check_location(path: Path) -> None:
         ) from None
 
 
+def checkpoint_steps(checkpoint_dir: str | Path) -> list[int]:
+    """Steps of the complete checkpoints in ``checkpoint_dir`` (``ckpt-<N>.index``), ascending.
+
+    The index is written last (after the data shards are in place), so its presence marks a
+    checkpoint that was saved completely; this needs no TensorFlow and no state file.
+    """
+    folder = Path(checkpoint_dir)
+    if not folder.is_dir():
+        return []
+    steps = []
+    for index in folder.glob("ckpt-*.index"):
+        number = index.name[len("ckpt-") : -len(".index")]
+        if number.isdigit():
+            steps.append(int(number))
+    return sorted(steps)
+
+
+def lock_holder(lock_file: Path) -> int | None:
+    """The pid holding a ``flock`` on ``lock_file``, from ``/proc/locks`` (Linux; else ``None``)."""
+    try:
+        inode = lock_file.stat().st_ino
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF" (blocked waiters have a "->" field)
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[2] != "->":
+            if fields[5].rsplit(":", 1)[-1] == str(inode):
+                return int(fields[4])
+    return None
+
+
 def bindings(config_text: str) -> dict[str, str]:
     """``{'scope/configurable.param': 'value'}`` of a gin config as written by ``gin.config_str()``."""
     out: dict[str, str] = {}
@@ -93,6 +144,21 @@ def bindings(config_text: str) -> dict[str, str]:
         elif key is not None:  # a long value continued on an indented line
             out[key] += " " + line.strip()
     return out
+
+
+def reuse_problem(has_record: bool, has_checkpoints: bool) -> str | None:
+    """Why a dir with these contents cannot be continued without ``force`` regardless of settings.
+
+    Plain values in, so every front end shares the rule: checkpoints without a record of their
+    settings (``settings.json``, or for older CLI runs ``config.gin``) are of an unknown config.
+    """
+    if has_checkpoints and not has_record:
+        return (
+            f"holds checkpoints but no {SETTINGS} (nor a {CONFIG} to compare), so nothing says "
+            "which settings trained them; restore it, pick a new --run-dir, or pass --force "
+            "(fit(force=True)) to continue with these settings"
+        )
+    return None
 
 
 def config_differences(old_text: str, new_text: str) -> list[str]:
@@ -128,6 +194,39 @@ class RunDir:
         self.path = Path(path)
         self.summary = None
         self._metrics = None
+        self._lock = None
+
+    def checkpoint_steps(self) -> list[int]:
+        return checkpoint_steps(self.path / CHECKPOINT_DIR)
+
+    def lock(self) -> None:
+        """Take the run dir's exclusive lock (idempotent), or raise naming the process holding it.
+
+        The dir must exist: :meth:`check` locks an existing dir before reading it, :meth:`begin`
+        a new one right after creating it, so two runs racing for a new dir still get one writer.
+        """
+        if self._lock is not None or fcntl is None:
+            return
+        lock_file = self.file(LOCK)
+        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise RunDirError(f"run dir {self.path} cannot be locked ({exc})") from None
+            holder = lock_holder(lock_file)
+            who = f"process {holder}" if holder else "another process"
+            raise RunDirError(
+                f"run dir {self.path} is in use by {who} (lock {lock_file}); wait for it to "
+                "finish or stop it, or pick another --run-dir"
+            ) from None
+        self._lock = fd
+
+    def unlock(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # closing the descriptor releases the flock
+            self._lock = None
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -152,16 +251,25 @@ class RunDir:
         """Refuse a reused dir whose settings differ (unless ``force``); returns the differences.
 
         ``settings.json`` decides; a run dir written before it existed is compared by its
-        ``config.gin`` when the caller has gin text to compare with.
+        ``config.gin`` when the caller has gin text to compare with. Locks an existing dir first
+        (see :meth:`lock`): the caller must :meth:`close` it.
         """
         check_location(self.path)
+        if self.path.is_dir():
+            self.lock()
         old = self.saved_settings()
+        old_config = self.saved_config()
+        comparable = old is not None or (old_config is not None and config_text is not None)
+        has_checkpoints = bool(self.checkpoint_steps())
+        problem = reuse_problem(comparable, has_checkpoints)
+        if problem and not force:
+            raise RunDirError(f"run dir {self.path} {problem}")
+        if not comparable or not has_checkpoints:
+            return []  # no run to continue: whatever it recorded gets replaced
         if old is not None:
             diffs = settings_differences(old, settings)
-        elif config_text is not None and self.saved_config() is not None:
-            diffs = config_differences(self.saved_config(), config_text)
         else:
-            return []
+            diffs = config_differences(old_config, config_text)
         if diffs and not force:
             more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
             raise RunDirError(
@@ -176,6 +284,7 @@ class RunDir:
         import tensorflow as tf
 
         self.path.mkdir(parents=True, exist_ok=True)
+        self.lock()
         for name, text in (
             (SETTINGS, json.dumps(settings, indent=2, sort_keys=True) + "\n"),
             (CONFIG, config_text),
@@ -185,7 +294,7 @@ class RunDir:
             record = self.file(name)
             if replaced and record.is_file():
                 stem, dot, suffix = name.partition(".")
-                os.replace(record, self.file(f"{stem}-before-{start}{dot}{suffix}"))
+                os.replace(record, self._unused(f"{stem}-before-{start}", dot + suffix))
             _atomic_write(record, text)
         metrics = self.file(METRICS)
         if metrics.is_file():
@@ -197,6 +306,14 @@ class RunDir:
             _atomic_write(metrics, "".join(f"{ln}\n" for ln in kept))
         self._metrics = open(metrics, "a")  # noqa: SIM115 - closed in close()
         self.summary = tf.summary.create_file_writer(str(self.file(TENSORBOARD)))
+
+    def _unused(self, stem: str, suffix: str) -> Path:
+        """``stem + suffix`` in the dir, or ``stem-2 + suffix``, ... : never an existing file."""
+        candidate, n = self.file(stem + suffix), 1
+        while candidate.exists():
+            n += 1
+            candidate = self.file(f"{stem}-{n}{suffix}")
+        return candidate
 
     def log_metrics(self, step: int, metrics: dict) -> None:
         import tensorflow as tf
@@ -228,8 +345,11 @@ class RunDir:
     def close(self) -> None:
         if self.summary is not None:
             self.summary.close()
+            self.summary = None
         if self._metrics is not None:
             self._metrics.close()
+            self._metrics = None
+        self.unlock()
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -15,7 +15,9 @@ function. Each check raises ``AssertionError`` saying which part of the contract
 * gin: ``name`` is a snake_case identifier, the class registers like a plugin's would, and every
   constructor keyword can be bound in gin and reaches the instance;
 * penalty: ``None`` or a finite floating ``[b]`` tensor for a ``[b, ...]`` batch, with finite
-  gradients with respect to the critic's weights;
+  gradients with respect to the critic's weights. Shape and dtype are checked eagerly and at trace
+  time by the engine's own check (:func:`lipgan.engine.checked_penalty`), so the kit fails with the
+  message a run would stop with;
 * replica invariance: penalty values and the all-reduced critic gradients
   (:meth:`lipgan.engine.WGAN.critic_gradients`) agree on 1 and 2 mirrored logical CPUs. TensorFlow
   fixes its devices at start-up, so each replica count runs in a fresh subprocess
@@ -146,6 +148,17 @@ def penalty_values(constraint, data_shape=(2,), critic_factory=small_critic, see
     return constraint.penalty(critic, real, fake, _context()), critic, real, fake
 
 
+def _contract_penalty(constraint, penalty, real):
+    """The engine's check of a penalty (:func:`lipgan.engine.checked_penalty`) as an assertion."""
+    from lipgan.engine import checked_penalty
+    from lipgan.errors import PluginError
+
+    try:
+        return checked_penalty(constraint, penalty, real)
+    except PluginError as exc:
+        raise AssertionError(str(exc)) from None
+
+
 def check_penalty(constraint, data_shape=(2,), critic_factory=small_critic) -> None:
     """``penalty`` returns ``None`` or a finite floating ``[b]`` tensor with finite weight gradients."""
     import tensorflow as tf
@@ -156,15 +169,7 @@ def check_penalty(constraint, data_shape=(2,), critic_factory=small_critic) -> N
         penalty = constraint.penalty(critic, real, fake, _context())
         if penalty is None:
             return
-        assert isinstance(penalty, (tf.Tensor, tf.Variable)), (
-            f"penalty must return a tf.Tensor or None, got {type(penalty).__name__}"
-        )
-        assert penalty.dtype.is_floating, f"penalty dtype is {penalty.dtype.name}, expected float"
-        assert tuple(penalty.shape) == (BATCH,), (
-            f"penalty must have one value per example, shape ({BATCH},); got {tuple(penalty.shape)}"
-            " (do not reduce over the batch: the engine averages over the global batch)"
-        )
-        total = tf.reduce_sum(tf.cast(penalty, tf.float32))
+        total = tf.reduce_sum(_contract_penalty(constraint, penalty, real))
     values = penalty.numpy()
     assert np.all(np.isfinite(values)), f"penalty has non-finite values: {values}"
     grads = tape.gradient(total, critic.trainable_variables)
@@ -204,8 +209,10 @@ def check_compiled(constraint, data_shape=(2,), critic_factory=small_critic, xla
     real, fake = _batch(data_shape, seed=0)
 
     def fn(real, fake):
-        out = constraint.penalty(critic, real, fake, _context())
-        return tf.zeros([BATCH]) if out is None else tf.cast(out, tf.float32)
+        # The engine's own trace-time check: a shape that is only wrong when traced fails here.
+        return _contract_penalty(
+            constraint, constraint.penalty(critic, real, fake, _context()), real
+        )
 
     eager = fn(real, fake).numpy()
     modes = {"tf.function": tf.function(fn)}

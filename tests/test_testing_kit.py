@@ -114,7 +114,7 @@ class StatefulNoise(Constraint):
     "check, cls, match",
     [
         (testing.check_penalty, Reduced, "one value per example"),
-        (testing.check_penalty, IntegerPenalty, "expected float"),
+        (testing.check_penalty, IntegerPenalty, "dtype int32"),
         (testing.check_penalty, NanPenalty, "non-finite"),
         (testing.check_after_update_idempotent, Shrinking, "not idempotent"),
         (testing.check_compiled, EagerOnly, "tf.function"),

@@ -55,7 +55,38 @@ def _builder(name: str, data_dir: str | None):
             f"({', '.join(OFFLINE_BUILDERS)}); check dataset.name"
         ) from None
     except ValueError as exc:  # e.g. an unknown builder config
-        raise DatasetError(f"dataset {name!r}: {str(exc).splitlines()[0]}") from None
+        raise DatasetError(f"dataset {name!r}: {_builder_error(name, exc)}") from None
+
+
+def _builder_error(name: str, exc: ValueError) -> str:
+    """TFDS's message, or for an unknown config the configs there are (TFDS's list is cut off)."""
+    base, _, config = name.split(":")[0].partition("/")
+    try:
+        configs = [c.name for c in tfds.builder_cls(base).BUILDER_CONFIGS]
+    except Exception:  # noqa: BLE001 - no config list to offer: fall back to TFDS's own words
+        configs = []
+    if config and configs and config not in configs:
+        return f"no config {config!r}; {base} has {', '.join(configs)}"
+    return str(exc).splitlines()[0]
+
+
+def check_data_dir(data_dir: str | None) -> None:
+    """Raise :class:`DatasetError` unless ``data_dir`` is (or can be created as) a directory."""
+    if not data_dir:
+        return
+    path = Path(data_dir)
+    if path.exists() and not path.is_dir():
+        raise DatasetError(
+            f"dataset.data_dir={data_dir!r} is a file, not a directory; point it (or "
+            "TFDS_DATA_DIR) at the folder that holds the prepared datasets"
+        )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DatasetError(
+            f"dataset.data_dir={data_dir!r} cannot be created ({exc.strerror or exc}); point it "
+            "(or TFDS_DATA_DIR) at a writable folder"
+        ) from None
 
 
 def _prepare(builder, name: str, download: bool = True):
@@ -207,6 +238,7 @@ def load_examples(
     to a ``center_crop`` square and resized to ``image_size`` (defaults: :data:`IMAGE_DEFAULTS`).
     A public dataset that is not prepared yet is downloaded when ``download`` (as ``tfds.load``)."""
     data_dir = data_dir or os.environ.get("TFDS_DATA_DIR")
+    check_data_dir(data_dir)
     builder = _builder(name, data_dir)
     defaults = IMAGE_DEFAULTS.get(_base_name(name), {})
     image_size = image_size if image_size is not None else defaults.get("image_size")
@@ -268,6 +300,15 @@ def dataset(
     """
     if cache not in (True, False, "auto"):
         raise ValueError(f"dataset.cache must be True, False or 'auto', got {cache!r}")
+    if (
+        isinstance(shuffle_buffer, bool)
+        or not isinstance(shuffle_buffer, int)
+        or shuffle_buffer < 1
+    ):
+        raise ValueError(
+            f"dataset.shuffle_buffer must be an integer >= 1 (examples held for shuffling), got "
+            f"{shuffle_buffer!r}"
+        )
 
     def make(global_batch_size: int, seed: int) -> tf.data.Dataset:
         ds = load_examples(name, split, data_dir, feature, image_size, center_crop, download)
