@@ -375,19 +375,14 @@ def test_force_twice_at_one_step_keeps_every_replaced_config(tmp_path):
 def test_checkpoints_without_a_config_record_need_force(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
+    changed = ("--bind", "train.steps=10", "--bind", "train.seed=3", "--run-dir", str(run_dir))
+    # settings.json alone still says what trained the checkpoints
     (run_dir / "config.gin").unlink()
+    one_line_error(invoke("run", *TINY, *changed), "different config (step.seed: 0 -> 3)")
+    (run_dir / "settings.json").unlink()
     before = snapshot(run_dir)
-    refused = invoke(
-        "run",
-        *TINY,
-        "--bind",
-        "train.steps=10",
-        "--bind",
-        "train.seed=3",
-        "--run-dir",
-        str(run_dir),
-    )
-    one_line_error(refused, "holds checkpoints but no config.gin", "--force")
+    refused = invoke("run", *TINY, *changed)
+    one_line_error(refused, "holds checkpoints but no settings.json", "--force")
     assert snapshot(run_dir) == before
     forced = train(run_dir, 10, "--force")
     assert "resumed from" in forced.output and (run_dir / "config.gin").is_file()
