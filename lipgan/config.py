@@ -101,8 +101,7 @@ def build_trainer():
     """
     from lipgan import run
 
-    bindings = gin.get_bindings(run.train)
-    return run.trainer(**run.locals_of_trainer(bindings))
+    return run.trainer_from_settings(gin.get_bindings(run.train))
 
 
 def configured(cls: type, bindings: dict):

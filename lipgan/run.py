@@ -17,6 +17,7 @@ of this depends on ``steps_per_execution``.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -117,7 +118,7 @@ def train(
         {name: value for name, value in locals().items() if name in INTEGER_PARAMETERS}
         | {"jit_compile": jit_compile, "checkpoint_input": checkpoint_input, "force": force}
     )
-    return trainer(**locals_of_trainer(locals())).fit(
+    return trainer_from_settings(locals()).fit(
         steps,
         run_dir=run_dir,
         force=force,
@@ -127,64 +128,35 @@ def train(
     )
 
 
-#: The flat ``train.*`` settings that describe the trainer (the rest describe one ``fit`` call).
+#: Parameters of :func:`train` that describe one ``fit`` call rather than the trainer.
 _FIT_ARGUMENTS = ("steps", "run_dir", "force", "progress", "config_text", "operative_config")
 
 
-def locals_of_trainer(arguments: dict) -> dict:
-    return {k: v for k, v in arguments.items() if k not in _FIT_ARGUMENTS}
+def trainer_from_settings(settings: dict) -> Trainer:
+    """A :class:`lipgan.Trainer` from flat ``train.*`` settings (:func:`train`'s defaults fill in).
 
-
-def trainer(
-    *,
-    dataset,
-    critic,
-    generator,
-    constraint,
-    strategy,
-    critic_optimizer,
-    generator_optimizer,
-    global_batch_size: int = 256,
-    n_critic: int = 5,
-    seed: int = 0,
-    steps_per_execution: int = 1,
-    jit_compile: bool = False,
-    mixed_precision: str | None = None,
-    log_every: int = 100,
-    checkpoint_every: int = 1000,
-    max_checkpoints: int = 3,
-    plot_samples: int = 1024,
-    diagnostics_every: int = 0,
-    eval_every: int = 0,
-    eval_samples: int = 2048,
-    histogram_every: int = 0,
-    inception_weights: str | None = None,
-    checkpoint_input: bool = True,
-) -> Trainer:
-    """A :class:`lipgan.Trainer` from the flat ``train.*`` settings (grouped, then built)."""
-    intervals = Intervals(
-        log_every=log_every,
-        checkpoint_every=checkpoint_every,
-        max_checkpoints=max_checkpoints,
-        diagnostics_every=diagnostics_every,
-        eval_every=eval_every,
-        eval_samples=eval_samples,
-        histogram_every=histogram_every,
-        plot_samples=plot_samples,
-        steps_per_execution=steps_per_execution,
-    )
+    Grouped as the Python API groups them: the step's static parameters into a
+    :class:`~lipgan.engine.StepConfig`, the host loop's cadence into :class:`Intervals`. What
+    ``lipgan eval``/``sample`` build from a run's config (without training it).
+    """
+    values = {
+        name: parameter.default
+        for name, parameter in inspect.signature(train).parameters.items()
+        if parameter.default is not inspect.Parameter.empty
+    }
+    values.update({k: v for k, v in settings.items() if k not in _FIT_ARGUMENTS})
     return Trainer(
-        data=dataset,
-        critic=critic,
-        generator=generator,
-        constraint=constraint,
-        strategy=strategy,
-        critic_optimizer=critic_optimizer,
-        generator_optimizer=generator_optimizer,
-        step=StepConfig(global_batch_size, n_critic, seed, jit_compile, mixed_precision),
-        intervals=intervals,
-        checkpoint_input=checkpoint_input,
-        inception_weights=inception_weights,
+        data=values["dataset"],
+        critic=values["critic"],
+        generator=values["generator"],
+        constraint=values["constraint"],
+        strategy=values["strategy"],
+        critic_optimizer=values["critic_optimizer"],
+        generator_optimizer=values["generator_optimizer"],
+        step=StepConfig(**{f.name: values[f.name] for f in dataclasses.fields(StepConfig)}),
+        intervals=Intervals(**{f.name: values[f.name] for f in dataclasses.fields(Intervals)}),
+        checkpoint_input=values["checkpoint_input"],
+        inception_weights=values["inception_weights"],
     )
 
 
