@@ -26,6 +26,30 @@ DEFAULT_CONFIG = "wgangp_toy_quick.gin"
 GIN_CALL_MARKER = "In call to configurable"
 
 
+#: Options shared by the commands that read a config or discover plugins.
+disable_option = click.option(
+    "--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name."
+)
+
+
+def config_options(command):
+    """``--gin FILE...`` and ``--bind 'a.b=v'...``: the config a command reads."""
+    command = click.option(
+        "--bind",
+        "bindings",
+        multiple=True,
+        metavar="'a.b=v'",
+        help="Extra gin binding (repeatable).",
+    )(command)
+    return click.option(
+        "--gin",
+        "gin_files",
+        multiple=True,
+        metavar="FILE",
+        help=f"Gin config file or shipped config name (repeatable; default: {DEFAULT_CONFIG}).",
+    )(command)
+
+
 def _fail(message: str) -> None:
     click.echo(f"Error: {message}", err=True)
     sys.exit(1)
@@ -182,16 +206,7 @@ def _run_config(run_dir: Path, option: str) -> Path:
 
 
 @cli.command()
-@click.option(
-    "--gin",
-    "gin_files",
-    multiple=True,
-    metavar="FILE",
-    help=f"Gin config file or shipped config name (repeatable; default: {DEFAULT_CONFIG}).",
-)
-@click.option(
-    "--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding (repeatable)."
-)
+@config_options
 @click.option(
     "--strategy", "strategy_name", metavar="NAME", help="Override train.strategy, e.g. mirrored."
 )
@@ -209,9 +224,7 @@ def _run_config(run_dir: Path, option: str) -> Path:
 )
 @click.option("--force", is_flag=True, help="Continue a run dir even though its config differs.")
 @click.option("--mock-data", is_flag=True, help="Use tfds.testing.mock_data instead of real data.")
-@click.option(
-    "--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name."
-)
+@disable_option
 @click.option("--quiet", is_flag=True, help="Print only errors and the run dir.")
 @click.option("--verbose", is_flag=True, help="Show TensorFlow's C++ and Python log output.")
 def run(
@@ -287,9 +300,7 @@ def _load_run(run_dir: Path, bindings, mock_data: bool, disabled):
     help="Extra gin binding, e.g. train.inception_weights.",
 )
 @click.option("--mock-data", is_flag=True, help="Real samples from tfds.testing.mock_data.")
-@click.option(
-    "--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name."
-)
+@disable_option
 def eval_command(run_dir, num_samples, bindings, mock_data, disabled):
     """Metrics of the latest checkpoint of RUN_DIR, as JSON on stdout."""
     trainer, step = _load_run(run_dir, bindings, mock_data, disabled)
@@ -320,9 +331,7 @@ def eval_command(run_dir, num_samples, bindings, mock_data, disabled):
     help="Output file: OUT.npz (array 'samples') and OUT.png next to it.",
 )
 @click.option("--seed", type=int, help="Noise seed (default: the run's train.seed).")
-@click.option(
-    "--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name."
-)
+@disable_option
 def sample(run_dir, num, out, seed, disabled):
     """Generate samples from the latest checkpoint of RUN_DIR (.npz and a PNG grid or scatter)."""
     import numpy as np
@@ -360,21 +369,10 @@ def config_group():
 
 
 @config_group.command(name="show")
-@click.option(
-    "--gin",
-    "gin_files",
-    multiple=True,
-    metavar="FILE",
-    help=f"Gin config file or shipped config name (repeatable; default: {DEFAULT_CONFIG}).",
-)
-@click.option(
-    "--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding (repeatable)."
-)
+@config_options
 @click.option("--strategy", "strategy_name", metavar="NAME", help="Override train.strategy.")
 @click.option("--json", "as_json", is_flag=True, help="The bindings as a JSON object.")
-@click.option(
-    "--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name."
-)
+@disable_option
 def config_show(gin_files, bindings, strategy_name, as_json, disabled):
     """Print the config that `lipgan run` would use (files + bindings, resolved), then exit."""
     import gin
@@ -387,9 +385,7 @@ def config_show(gin_files, bindings, strategy_name, as_json, disabled):
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option(
-    "--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name."
-)
+@disable_option
 def plugins(as_json, disabled):
     """List discovered constraints and strategies with their source."""
     discovery = _discover(disabled)
