@@ -9,6 +9,10 @@ so every message must say what went wrong *and* what to do about it.
 class LipganError(Exception):
     """An error caused by input or environment, reported to the user as one line."""
 
+    #: Raised inside a traced function (a plugin's penalty), it reaches the caller as itself, not
+    #: rewrapped by AutoGraph as a multi-line ``StagingError: in user code: ...``.
+    ag_pass_through = True
+
     def __init__(self, message: str):
         super().__init__(" ".join(str(message).split()))
 
