@@ -158,15 +158,13 @@ def checked_penalty(constraint, penalty, real: tf.Tensor) -> tf.Tensor:
             if isinstance(shape, tf.TensorShape) and isinstance(dtype, tf.DType)
             else f"a {type(penalty).__name__}"
         )
-        error = PluginError(
+        raise PluginError(  # a LipganError: raised as is through tf.function (errors.py)
             f"constraint {getattr(constraint, 'name', cls.__name__)!r} "
             f"({cls.__module__}.{cls.__qualname__}) returned a penalty of {got}; the plugin "
             f"contract asks for None or a floating tensor of shape [{batch or 'b'}], one value "
             "per example of this replica's batch, already weighted and not averaged (the engine "
             "averages over the global batch); fix its penalty()"
         )
-        error.ag_pass_through = True  # raised as is through tf.function, not as "in user code"
-        raise error
     return tf.cast(penalty, tf.float32)
 
 

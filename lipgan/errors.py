@@ -11,6 +11,10 @@ import re
 class LipganError(Exception):
     """An error caused by input or environment, reported to the user as one line."""
 
+    #: Raised inside a traced function (a plugin's penalty), it reaches the caller as itself, not
+    #: rewrapped by AutoGraph as a multi-line ``StagingError: in user code: ...``.
+    ag_pass_through = True
+
     def __init__(self, message: str):
         super().__init__(" ".join(str(message).split()))
 

@@ -519,11 +519,17 @@ def test_full_disk_during_a_checkpoint_save(tmp_path, monkeypatch):
 
 RAISING_PENALTY_PLUGIN = """
 from lipgan import Constraint, hookimpl
+from lipgan.errors import ConfigError
 
 class Raising(Constraint):
     name = "raising"
 
+    def __init__(self, lipgan_error: bool = False):
+        self.lipgan_error = lipgan_error
+
     def penalty(self, critic, real, fake, ctx):
+        if self.lipgan_error:
+            raise ConfigError("raising.threshold must be set for this critic")
         raise RuntimeError("this penalty is broken")
 
 @hookimpl
@@ -532,7 +538,16 @@ def lipgan_register_constraints(register):
 """
 
 
-def test_error_inside_a_plugin_penalty_names_the_error_and_where(tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "lipgan_error, fragments",
+    [
+        (False, ["RuntimeError: this penalty is broken", "lipgan_raising.py:14, in penalty"]),
+        (True, ["raising.threshold must be set for this critic"]),
+    ],
+)
+def test_error_inside_a_plugin_penalty_names_the_error_and_where(
+    tmp_path, monkeypatch, lipgan_error, fragments
+):
     from tests.fake_dists import make_dist
 
     site = make_dist(
@@ -549,11 +564,15 @@ def test_error_inside_a_plugin_penalty_names_the_error_and_where(tmp_path, monke
         *TINY,
         "--bind",
         "train.constraint = @raising()",
+        "--bind",
+        f"raising.lipgan_error = {lipgan_error}",
         "--run-dir",
         str(tmp_path / "run"),
     )
-    line = one_line_error(result, "RuntimeError: this penalty is broken", "lipgan_raising.py:")
+    line = one_line_error(result, *fragments)
     assert "in user code" not in line
+    if lipgan_error:  # the plugin's own one-line error, as is
+        assert line == "Error: raising.threshold must be set for this critic"
 
 
 def test_force_with_a_changed_model_says_so(tmp_path):
