@@ -8,9 +8,10 @@ has infinite slope at 0, which would turn a zero gradient into NaN in the second
 ``drift`` adds ε_drift·D(real)² per example (Karras et al. 2018, ProGAN, ε_drift = 0.001): WGAN
 losses only see score *differences*, so without it the critic's output may drift far from zero.
 
-Two opt-in speed-ups (defaults keep the standard penalty): ``fast_relu=True`` swaps the critic's
-(Leaky)ReLUs for ones that declare their second derivative zero (exact; see
-``lipgan.models.pruned_relu``); ``every=k`` is StyleGAN2's lazy regularization: the penalty, scaled by
+Two speed-ups. ``fast_relu`` swaps the critic's (Leaky)ReLUs for ones that declare their second
+derivative zero (exact; see ``lipgan.models.pruned_relu``): ``'auto'`` (default) does it whenever
+the wrap-time probe check shows the critic unchanged, ``True`` insists (one-line error otherwise),
+``False`` opts out. ``every=k`` is StyleGAN2's lazy regularization: the penalty, scaled by
 k, only on iterations where ``ctx.step % k == 0`` (the same steps on every replica), skipped by a
 ``tf.cond`` otherwise.
 """
@@ -19,6 +20,7 @@ import tensorflow as tf
 
 from lipgan import Constraint, hookimpl
 from lipgan.models.checks import warn_if_batch_norm
+from lipgan.models.pruned_relu import check_fast_relu, maybe_prune
 from lipgan.penalties import interpolate, per_example_gradient_norm
 
 
@@ -36,7 +38,7 @@ class GradientPenalty(Constraint):
         target: float = 1.0,
         one_sided: bool = False,
         drift: float = 0.0,
-        fast_relu: bool = False,
+        fast_relu: bool | str = "auto",
         every: int = 1,
     ):
         if weight < 0 or target <= 0:
@@ -51,16 +53,12 @@ class GradientPenalty(Constraint):
         self.target = float(target)
         self.one_sided = bool(one_sided)
         self.drift = float(drift)
-        self.fast_relu = bool(fast_relu)
+        self.fast_relu = check_fast_relu(fast_relu, self.name)
         self.every = int(every)
 
     def wrap_critic(self, critic):
         warn_if_batch_norm(critic, self.name)  # batch statistics couple the per-example penalty
-        if not self.fast_relu:
-            return critic
-        from lipgan.models.pruned_relu import prune_activation_hessians
-
-        return prune_activation_hessians(critic)
+        return maybe_prune(critic, self.fast_relu, self.name)
 
     def _weighted_penalty(self, critic, x_hat, weight):
         norm = per_example_gradient_norm(critic, x_hat)
