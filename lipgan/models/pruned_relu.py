@@ -128,6 +128,7 @@ def _pruned_activation(slope: float):
     def pruned_leaky(x):
         return pruned_leaky_relu(x, slope)
 
+    pruned_leaky.pruned_negative_slope = slope  # read by diagnostics.lipschitz_upper_bound
     return pruned_leaky
 
 
