@@ -142,3 +142,39 @@ def test_fast_relu_values():
 
 def _tiny():
     return keras.Sequential([keras.Input(shape=(2,)), keras.layers.Dense(1, activation="relu")])
+
+
+@pytest.mark.parametrize("name", ["gradient_penalty", "lipschitz_penalty", "dragan", "r1"])
+def test_every_double_backprop_penalty_prunes_by_default_with_equal_gradients(name):
+    from lipgan.constraint import StepContext
+    from lipgan.models import mlp_critic
+    from lipgan_plugins.dragan import Dragan
+    from lipgan_plugins.lipschitz_penalty import LipschitzPenalty
+    from lipgan_plugins.r1 import R1
+
+    cls = {
+        "gradient_penalty": GradientPenalty,
+        "lipschitz_penalty": LipschitzPenalty,
+        "dragan": Dragan,
+        "r1": R1,
+    }[name]
+    keras.utils.set_random_seed(6)
+    critic = mlp_critic((2,), width=16, depth=2)
+    critic.set_weights([3.0 * w for w in critic.get_weights()])  # ‖∇D‖ > 1: WGAN-LP is active
+    pruned = cls().wrap_critic(critic)
+    assert cls().fast_relu == "auto" and len(_pruned_layers(pruned)) == 2
+    assert cls(fast_relu=False).wrap_critic(critic) is critic
+    real = tf.random.stateless_normal([16, 2], seed=[4, 4])
+    fake = tf.random.stateless_normal([16, 2], seed=[5, 5]) + 2.0
+
+    def grads(model):
+        ctx = StepContext(seed=2, step=0, phase=0, global_batch_size=16, num_replicas=1)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(cls().penalty(model, real, fake, ctx))
+        variables = model.trainable_variables
+        return [g.numpy() for g in zeros_for_none(tape.gradient(loss, variables), variables)]
+
+    standard, fast = grads(critic), grads(pruned)
+    assert max(np.abs(g).max() for g in standard) > 0
+    for a, b in zip(standard, fast):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-7)
