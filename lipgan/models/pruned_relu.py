@@ -7,7 +7,8 @@ zeros are then back-propagated through every earlier conv/dense layer, costing f
 nothing. Here the mask is computed in the forward pass under ``stop_gradient`` inside a
 ``tf.custom_gradient``, so the backward-of-backward graph has no path through it at all. First and
 second derivatives are mathematically identical to the standard ones (the pruned term is exactly
-zero), which ``tests/test_pruned_relu.py`` checks on the penalty gradients.
+zero), which ``tests/test_gradient_penalty_speedups.py`` and ``tests/test_fast_relu.py`` check
+on the penalty gradients.
 
 :func:`prune_activation_hessians` clones a critic with every ReLU/LeakyReLU (as a layer, or as the
 ``activation`` of a Dense/Conv layer, in nested models too) replaced by these, and copies the weights
