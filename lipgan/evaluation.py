@@ -2,8 +2,10 @@
 
 Which metrics apply depends on the data:
 
-* 2-D toy sets: exact W1 to real samples, and for the Gaussian mixtures modes covered and the
-  high-quality fraction (:mod:`lipgan.metrics.toy`);
+* 2-D toy sets: exact W1 to real samples beside ``w1_floor`` (the W1 between two independent real
+  samples of the same size: what a perfect generator scores), and for the Gaussian mixtures
+  PacGAN's protocol: modes covered, high-quality fraction and the reverse KL of the mode histogram
+  (:mod:`lipgan.metrics.toy`; PacGAN evaluates 2,500 samples, set ``train.eval_samples = 2500``);
 * ``lipgan_digits``: Fréchet distance and KID in the feature space of the digits classifier that
   lipgan trains on the dataset and caches in its data dir;
 * any image set: FID and KID on InceptionV3 features when ``inception_weights`` names a local file.

@@ -12,13 +12,14 @@ losses only see score *differences*, so without it the critic's output may drift
 λ·(‖g‖ − γ)²/γ² = λ·(‖g‖/γ − 1)², as in ProGAN (Karras et al. 2018, ``loss.py`` ``D_wgangp_acgan``:
 ``gradient_penalty * (wgan_lambda / (wgan_target**2))``) and TF-GAN
 (``tfgan.losses.wasserstein_gradient_penalty(target=...)``, which divides the slopes by the target).
-λ then weighs the same *relative* violation whatever γ, and γ = 1 is WGAN-GP unchanged. Before
-issue 12 the penalty was λ·(‖g‖ − γ)² (no 1/γ²): to keep an old run's numbers with γ ≠ 1, multiply
-its weight by γ². On the fixed pair (:mod:`lipgan.testbeds`), the optimum is ‖∇D‖ = γ + dγ²/(2λ).
+λ then weighs the same *relative* violation whatever γ, and γ = 1 is WGAN-GP unchanged. lipgan 0.1
+used λ·(‖g‖ − γ)² (no 1/γ²): to keep an old run's numbers with γ ≠ 1, multiply its weight by γ².
+On the fixed pair (:mod:`lipgan.testbeds`), the optimum is ‖∇D‖ = γ + dγ²/(2λ).
 
-Two opt-in speed-ups (defaults keep the standard penalty): ``fast_relu=True`` swaps the critic's
-(Leaky)ReLUs for ones that declare their second derivative zero (exact; see
-``lipgan.models.pruned_relu``); ``every=k`` is StyleGAN2's lazy regularization (Karras et al. 2020,
+Two speed-ups. ``fast_relu`` swaps the critic's (Leaky)ReLUs for ones that declare their second
+derivative zero (exact; see ``lipgan.models.pruned_relu``): ``'auto'`` (default) does it whenever
+the wrap-time probe check shows the critic unchanged, ``True`` insists (one-line error otherwise),
+``False`` opts out. ``every=k`` is StyleGAN2's lazy regularization (Karras et al. 2020,
 Sec. 3.1): the penalty, scaled by k, only on critic updates where ``ctx.update % k == 0`` (the same
 updates on every replica), skipped by a ``tf.cond`` otherwise. It is keyed on the critic-update index,
 not on the iteration ``ctx.step``: keyed on ``step`` all ``n_critic`` updates of one iteration get
@@ -36,6 +37,7 @@ critic update, so the number of optimizer steps does not change and the rescalin
 import tensorflow as tf
 
 from lipgan import Constraint, hookimpl
+from lipgan.models.pruned_relu import check_fast_relu, maybe_prune
 from lipgan.penalties import interpolate, per_example_gradient_norm
 
 
@@ -54,7 +56,7 @@ class GradientPenalty(Constraint):
         target: float = 1.0,
         one_sided: bool = False,
         drift: float = 0.0,
-        fast_relu: bool = False,
+        fast_relu: bool | str = "auto",
         every: int = 1,
     ):
         if weight < 0 or target <= 0:
@@ -69,15 +71,11 @@ class GradientPenalty(Constraint):
         self.target = float(target)
         self.one_sided = bool(one_sided)
         self.drift = float(drift)
-        self.fast_relu = bool(fast_relu)
+        self.fast_relu = check_fast_relu(fast_relu, self.name)
         self.every = int(every)
 
     def wrap_critic(self, critic):
-        if not self.fast_relu:
-            return critic
-        from lipgan.models.pruned_relu import prune_activation_hessians
-
-        return prune_activation_hessians(critic)
+        return maybe_prune(critic, self.fast_relu, self.name)
 
     def _weighted_penalty(self, critic, x_hat, weight):
         norm = per_example_gradient_norm(critic, x_hat)

@@ -9,6 +9,7 @@ shared with ``gradient_penalty`` so the two differ only in the one-sidedness the
 import tensorflow as tf
 
 from lipgan import Constraint, hookimpl
+from lipgan.models.pruned_relu import check_fast_relu, maybe_prune
 from lipgan.penalties import interpolate, per_example_gradient_norm
 
 
@@ -18,10 +19,15 @@ class LipschitzPenalty(Constraint):
     name = "lipschitz_penalty"
     description = "WGAN-LP: weight·max(0, ‖∇D(x̂)‖ − 1)², one-sided (Petzka et al. 2018)."
 
-    def __init__(self, weight: float = 10.0):
+    def __init__(self, weight: float = 10.0, fast_relu: bool | str = "auto"):
         if weight < 0:
             raise ValueError(f"lipschitz_penalty.weight must be >= 0, got {weight}")
         self.weight = float(weight)
+        self.fast_relu = check_fast_relu(fast_relu, self.name)
+
+    def wrap_critic(self, critic):
+        # Exact speed-up of the double backprop (lipgan.models.pruned_relu; as gradient_penalty).
+        return maybe_prune(critic, self.fast_relu, self.name)
 
     def penalty(self, critic, real, fake, ctx):
         norm = per_example_gradient_norm(critic, interpolate(real, fake, ctx))

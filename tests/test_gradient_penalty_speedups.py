@@ -1,9 +1,9 @@
 """gradient_penalty.fast_relu (pruned activation second derivative) and .every (lazy regularization).
 
-Both are speed options: they must not change what is computed. fast_relu's penalty gradients must
-equal the standard double-backprop ones; every=k must give k·λ·GP on critic updates divisible by k
-(here n_critic = 1, so updates are iterations; tests/test_lazy_regularization.py covers n_critic > 1)
-and no penalty elsewhere.
+Both are speed options: they must not change what is computed. fast_relu (on by default, 'auto')
+must give penalty gradients equal to the standard double-backprop ones (``fast_relu=False``);
+every=k must give k·λ·GP on critic updates divisible by k (here n_critic = 1, so updates are
+iterations; tests/test_lazy_regularization.py covers n_critic > 1) and no penalty elsewhere.
 """
 
 import keras
@@ -38,8 +38,10 @@ def _penalty_grads(constraint, critic, real, fake):
 def test_fast_relu_penalty_gradients_match_standard(make_critic, shape):
     keras.utils.set_random_seed(1)
     critic = make_critic(shape)
-    fast = GradientPenalty(fast_relu=True)
+    fast = GradientPenalty()  # the default prunes whenever it is exact
+    assert fast.fast_relu == "auto"
     pruned = fast.wrap_critic(critic)
+    assert pruned is not critic
     assert any(isinstance(layer, PrunedLeakyReLU) for layer in pruned.layers) or any(
         getattr(layer, "activation", None) is not None
         and getattr(layer.activation, "__name__", "") == "pruned_relu"
@@ -47,7 +49,7 @@ def test_fast_relu_penalty_gradients_match_standard(make_critic, shape):
     )
     real = tf.random.stateless_normal([8, *shape], seed=[1, 2])
     fake = tf.random.stateless_normal([8, *shape], seed=[3, 4])
-    p_std, g_std = _penalty_grads(GradientPenalty(), critic, real, fake)
+    p_std, g_std = _penalty_grads(GradientPenalty(fast_relu=False), critic, real, fake)
     p_fast, g_fast = _penalty_grads(fast, pruned, real, fake)
     np.testing.assert_allclose(p_fast.numpy(), p_std.numpy(), rtol=1e-6)
     for a, b in zip(g_fast, g_std):
@@ -129,10 +131,10 @@ def test_fast_relu_engine_gradients_match_standard_on_dcgan():
         )
 
     real = tf.random.stateless_uniform([4, 32, 32, 3], seed=[2, 2], minval=-1, maxval=1)
-    _close(
-        build(GradientPenalty(fast_relu=True)).critic_gradients(real),
-        build(GradientPenalty()).critic_gradients(real),
-    )
+    fast, standard = build(GradientPenalty()), build(GradientPenalty(fast_relu=False))
+    assert any(isinstance(layer, PrunedLeakyReLU) for layer in fast.critic.layers)
+    assert not any(isinstance(layer, PrunedLeakyReLU) for layer in standard.critic.layers)
+    _close(fast.critic_gradients(real), standard.critic_gradients(real))
 
 
 @pytest.mark.parametrize("every", [0, -1, 1.5])

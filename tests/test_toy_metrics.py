@@ -5,7 +5,15 @@ import pytest
 
 from lipgan.data.toy import MODE_CENTERS, MODE_STD, SAMPLERS
 from lipgan.errors import LipganError
-from lipgan.metrics.toy import mode_metrics, toy_metrics, wasserstein1
+from lipgan.metrics.toy import (
+    PACGAN_NUM_SAMPLES,
+    mode_metrics,
+    nearest_mode,
+    reverse_kl,
+    toy_metrics,
+    w1_floor,
+    wasserstein1,
+)
 
 CENTERS = MODE_CENTERS["8gaussians"]
 STD = MODE_STD["8gaussians"]
@@ -53,7 +61,7 @@ def test_real_data_scores_as_a_perfect_generator():
     swiss = toy_metrics(
         "swissroll", SAMPLERS["swissroll"](1000, rng), SAMPLERS["swissroll"](1000, rng)
     )
-    assert set(swiss) == {"w1"}
+    assert set(swiss) == {"w1", "w1_floor"}
 
 
 def test_w1_hand_computable_cases():
@@ -79,3 +87,76 @@ def test_bad_inputs_are_one_line_errors():
         toy_metrics("8gaussians", np.zeros((10, 2)), np.zeros((10, 2)))
     with pytest.raises(LipganError, match="std"):
         mode_metrics(np.zeros((3, 2)), CENTERS, 0.0)
+
+
+@pytest.mark.parametrize("toy_set", ["2d_ring", "2d_grid", "8gaussians", "25gaussians"])
+def test_collapse_with_one_stray_point_per_mode_is_caught_by_reverse_kl(toy_set):
+    # PacGAN protocol: 2,500 samples, all on one mode but a single high-quality stray point on each
+    # other mode. Coverage counts every mode; only the reverse KL of the histogram shows the collapse.
+    centers, std = MODE_CENTERS[toy_set], MODE_STD[toy_set]
+    k = len(centers)
+    rng = np.random.default_rng(3)
+    main = centers[0] + 0.5 * std * rng.normal(size=(PACGAN_NUM_SAMPLES - (k - 1), 2))
+    collapsed = np.concatenate([main, centers[1:]])
+    m = mode_metrics(collapsed, centers, std)
+    assert m["modes_covered"] == k and m["high_quality_fraction"] == 1.0
+    assert m["reverse_kl"] > 1.0
+    n, p0 = PACGAN_NUM_SAMPLES, 1 - (k - 1) / PACGAN_NUM_SAMPLES
+    expected = p0 * np.log(p0 * k) + (k - 1) / n * np.log(k / n)  # ~log K minus the strays
+    assert m["reverse_kl"] == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("toy_set", ["2d_ring", "2d_grid"])
+def test_perfect_sampler_scores_zero_reverse_kl_and_high_quality(toy_set):
+    rng = np.random.default_rng(4)
+    real = SAMPLERS[toy_set](PACGAN_NUM_SAMPLES, rng)
+    m = toy_metrics(toy_set, real, SAMPLERS[toy_set](PACGAN_NUM_SAMPLES, rng))
+    assert m["num_modes"] == len(MODE_CENTERS[toy_set]) == m["modes_covered"]
+    assert m["high_quality_fraction"] >= 0.98  # P(r < 3 sigma) = 1 - exp(-4.5) = 0.989 in 2-D
+    # multinomial noise only: E[KL] ~ (K - 1) / (2 n) = 0.0014 (ring), 0.0048 (grid)
+    assert m["reverse_kl"] < 0.02
+    assert m["w1"] < 2 * m["w1_floor"]
+
+
+def test_reverse_kl_hand_computable_values():
+    assert reverse_kl([5, 5, 5, 5]) == pytest.approx(0.0, abs=1e-12)
+    assert reverse_kl([7, 0, 0, 0]) == pytest.approx(np.log(4))  # 0 log 0 = 0, no smoothing
+    assert reverse_kl([1, 3]) == pytest.approx(0.25 * np.log(0.5) + 0.75 * np.log(1.5))
+    # the PacGAN MetricLogger logs H(p) (scipy.stats.entropy, nats); KL(p || uniform) = log K - H(p)
+    from scipy.stats import entropy
+
+    counts = np.array([10, 0, 3, 40, 1])
+    assert reverse_kl(counts) == pytest.approx(np.log(5) - entropy(counts / counts.sum()))
+    assert reverse_kl([0, 0, 0]) == float("inf")
+    with pytest.raises(LipganError, match="counts"):
+        reverse_kl([-1, 2])
+
+
+def test_w1_floor_is_reported_and_below_a_bad_sampler():
+    rng = np.random.default_rng(5)
+    real = SAMPLERS["2d_grid"](1000, rng)
+    # a sampler that misses one column of the grid (5 of 25 modes): clearly worse than the floor
+    good = SAMPLERS["2d_grid"](3000, rng)
+    bad = good[good[:, 0] < 3][:1000]
+    m = toy_metrics("2d_grid", bad, real)
+    assert m["w1_floor"] == w1_floor("2d_grid", 1000) > 0
+    assert m["w1_floor"] < 0.5 * m["w1"]
+    assert m["modes_covered"] == 20
+    # two fresh real samples: the floor is what real data scores against real data
+    assert toy_metrics("2d_grid", SAMPLERS["2d_grid"](1000, rng), real)["w1"] < 2 * m["w1_floor"]
+
+
+def test_pacgan_sets_follow_the_official_config():
+    # synthetic_data_experiments/2DRing_GAN&PacGAN/config.py and 2DGrid_GAN&PacGAN/config.py
+    ring = MODE_CENTERS["2d_ring"]
+    np.testing.assert_allclose(np.linalg.norm(ring, axis=1), 1.0)
+    np.testing.assert_allclose(ring[1], [np.sqrt(0.5), np.sqrt(0.5)])
+    assert MODE_STD["2d_ring"] == 0.01 and MODE_STD["2d_grid"] == 0.05
+    assert sorted(set(MODE_CENTERS["2d_grid"].ravel())) == [-4, -2, 0, 2, 4]
+    assert len(MODE_CENTERS["2d_grid"]) == 25
+    rng = np.random.default_rng(6)
+    for name in ("2d_ring", "2d_grid"):
+        x = SAMPLERS[name](20000, rng).astype(np.float64)
+        _, dist = nearest_mode(x, MODE_CENTERS[name])
+        # distance to the own centre is Rayleigh(sigma): mean sigma * sqrt(pi / 2)
+        assert dist.mean() == pytest.approx(MODE_STD[name] * np.sqrt(np.pi / 2), rel=0.02)
