@@ -69,6 +69,16 @@ def test_lipschitz_upper_bound_of_known_matrices():
     )
     # sigma_max(W1) = 2, sigma_max(W2) = ||(0.5, 0, -1.5)|| = sqrt(2.5)
     assert diagnostics.lipschitz_upper_bound(critic) == pytest.approx(2 * np.sqrt(2.5), rel=1e-6)
+    # a nested model counts with its own bound
+    inputs = keras.Input(shape=(2,))
+    nested = keras.Model(inputs, keras.layers.Dense(1)(critic(2 * inputs)))
+    nested.layers[-1].set_weights([np.array([[-3.0]], np.float32), np.zeros(1, np.float32)])
+    assert (
+        diagnostics.lipschitz_upper_bound(nested) is None
+    )  # 2 * inputs: an op lipgan cannot bound
+    nested = keras.Model(inputs, keras.layers.Dense(1)(critic(inputs)))
+    nested.layers[-1].set_weights([np.array([[-3.0]], np.float32), np.zeros(1, np.float32)])
+    assert diagnostics.lipschitz_upper_bound(nested) == pytest.approx(6 * np.sqrt(2.5), rel=1e-6)
 
 
 def empirical_lipschitz_estimate(critic, shape, n=256, seed=0):
