@@ -106,7 +106,7 @@ def train(
     n_critic: int = 5,
     seed: int = 0,
     steps_per_execution: int = 1,
-    jit_compile: bool = False,
+    jit_compile: bool | str = "auto",
     mixed_precision: str | None = None,
     log_every: int = 100,
     checkpoint_every: int = 1000,
