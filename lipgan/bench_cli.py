@@ -59,8 +59,9 @@ def _batches(values) -> dict[str, list[int]]:
     "--mode",
     "modes",
     multiple=True,
-    type=click.Choice(["eager", "function", "xla"]),
-    help="Execution mode (repeatable; default: function).",
+    type=click.Choice(["eager", "function", "xla", "function+bf16", "xla+bf16"]),
+    help="Execution mode (repeatable; default: function): eager, tf.function, XLA; '+bf16' adds "
+    "train.mixed_precision='mixed_bfloat16' (GP norms and losses stay float32; no keras-io row).",
 )
 @click.option(
     "--measure",

@@ -140,3 +140,11 @@ def test_bench_eager_and_xla_modes_run():
         assert (mode, "gradient_penalty:fast_relu=True", "penalty") in modes
         assert (mode, "gradient_penalty:fast_relu=True", "iteration") in modes
         assert (mode, harness.KERAS_IO, "iteration") in modes
+
+
+def test_bf16_modes_split_into_execution_and_precision():
+    assert harness.split_mode("function") == ("function", None)
+    assert harness.split_mode("xla+bf16") == ("xla", "mixed_bfloat16")
+    assert harness.split_mode("function+bf16") == ("function", "mixed_bfloat16")
+    with pytest.raises(ConfigError, match="unknown mode 'xla+fp8'"):
+        harness.BenchConfig(modes=["xla+fp8"]).validate()
