@@ -84,6 +84,7 @@ class BenchConfig:
     n_critic: int = 5
     steps_per_execution: int = 10
     count_flops: bool = True
+    probe: bool = True  # the float32 matmul probe (lipgan.bench.probe) for each model and batch
 
     def validate(self) -> None:
         for name, known, values in (
@@ -296,6 +297,7 @@ def _lipgan_cases(cfg, strategy, model_name, batch, mode, constraint_spec, regis
             iterations=iterations,
             replicas=wgan.num_replicas,
             lazy=getattr(constraint, "every", 1) > 1,
+            kernels=[tuple(v.shape) for v in wgan.critic.trainable_variables if len(v.shape) == 2],
         )
         flops = None
         if cfg.count_flops and wgan.num_replicas == 1:
@@ -384,6 +386,7 @@ def _measure_group(
         after_prepare=after,
         log=log,
     )
+    limits = _machine_limits(cfg, entries, batch, log)
     records = []
     for (meta, case, flops), timing in zip(entries, timings):
         record = _record(
@@ -399,12 +402,35 @@ def _measure_group(
             flops() if flops else None,
             *memory[id(case)],
         )
-        if meta["lazy"]:
+        record.update(_fractions(record, limits))
+        if meta.get("lazy"):
             record["flops_note"] = (
                 "lazy penalty behind tf.cond: the counted graph is its skipped branch"
             )
         records.append(record)
     return records
+
+
+def _machine_limits(cfg, entries, batch, log) -> dict:
+    """The matmul probe (model's dense shapes at this batch) and the large-matmul peak, FLOP/s."""
+    if not cfg.probe:
+        return {"probe_flops_per_s": None, "peak_flops_per_s": None}
+    from lipgan.bench import probe
+
+    kernels = next((m["kernels"] for m, _, _ in entries if m.get("kernels")), [])
+    log(f"matmul probe: {len(kernels)} dense kernels at batch {batch}, and a large matmul")
+    return {
+        "probe_flops_per_s": probe.layer_matmul_flops_per_s(kernels, batch),
+        "peak_flops_per_s": probe.peak_matmul_flops_per_s(),
+    }
+
+
+def _fractions(record, limits) -> dict:
+    achieved = record["achieved_flops_per_s"]
+    out = dict(limits)
+    for name, key in (("probe", "probe_flops_per_s"), ("peak", "peak_flops_per_s")):
+        out[f"fraction_of_{name}"] = achieved / limits[key] if achieved and limits[key] else None
+    return out
 
 
 def _record(
