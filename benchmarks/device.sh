@@ -5,7 +5,7 @@
 # Rows: toy MLP and DCGAN, batch 64-1024; no constraint vs gradient penalty; penalty alone, critic
 # step and full iteration (the penalty's share of the step = penalty time / critic-step time);
 # tf.function vs XLA (TPUs always compile: their function and xla rows are both XLA); float32 vs
-# bf16 (mixed_bfloat16). The examples_per_s_per_replica column is examples/s per chip.
+# bf16 (mixed_bfloat16). examples/s per chip: examples_per_s_per_replica in results.json.
 # LIPGAN_DEVICE_TINY=1 checks the logic on a CPU in a few minutes (tiny batches, one repetition,
 # results under /tmp/lipgan-device-tiny). Each bench call is capped by `timeout` so that the whole
 # script stays within its budget even if one compile is slow; a capped call is reported, not fatal.
