@@ -4,6 +4,7 @@ The hand-written analysis lives in benchmarks/ANALYSIS.md and is appended verbat
 """
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +17,11 @@ if runs:
     parts.append("# Benchmark results\n")
     parts.append("Produced by `sh benchmarks/run.sh` (then `python benchmarks/make_results.py`).\n")
     parts.append(
-        "Machine: " + ", ".join(f"{k} {v}" for k, v in machine.items()) + ". The 2 cores were "
-        "shared with other jobs (load average about 10): absolute figures are low and noisy; "
-        "ratios are measured in the same process with repetitions interleaved across "
+        "Machine: "
+        + ", ".join(f"{k} {v}" for k, v in machine.items())
+        + ". "
+        + os.environ.get("LIPGAN_BENCH_NOTE", "")
+        + " Ratios are measured in the same process with repetitions interleaved across "
         "constraints, median of 5 (min–max given).\n"
     )
     targets = subprocess.run(

@@ -59,8 +59,9 @@ def _batches(values) -> dict[str, list[int]]:
     "--mode",
     "modes",
     multiple=True,
-    type=click.Choice(["eager", "function", "xla"]),
-    help="Execution mode (repeatable; default: function).",
+    type=click.Choice(["eager", "function", "xla", "function+bf16", "xla+bf16"]),
+    help="Execution mode (repeatable; default: function): eager, tf.function, XLA; '+bf16' adds "
+    "train.mixed_precision='mixed_bfloat16' (GP norms and losses stay float32; no keras-io row).",
 )
 @click.option(
     "--measure",
@@ -92,6 +93,11 @@ def _batches(values) -> dict[str, list[int]]:
 @click.option("--no-keras-io", is_flag=True, help="Skip the keras-io WGAN-GP baseline.")
 @click.option("--no-flops", is_flag=True, help="Skip FLOP counting.")
 @click.option(
+    "--no-probe",
+    is_flag=True,
+    help="Skip the float32 matmul probe behind the '% probe' and '% peak' columns.",
+)
+@click.option(
     "--out",
     type=click.Path(path_type=Path),
     default=Path("bench-results"),
@@ -111,10 +117,22 @@ def bench(
     steps_per_execution,
     no_keras_io,
     no_flops,
+    no_probe,
     out,
 ):
     """Measure penalty, critic-step and full-iteration throughput against the unconstrained step
-    and the keras-io WGAN-GP recipe, in the same run."""
+    and the keras-io WGAN-GP recipe, in the same run.
+
+    \b
+    Columns of results.md: examples/s (median, min–max); ×none time and ×none FLOPs (vs the
+    unconstrained row of the same mode); vs keras-io (GP rows over the keras_io_gp row: its
+    'function' row is Keras' compile defaults, jit_compile='auto', its 'xla' row jit_compile=True);
+    GFLOP/call and GFLOP/s (graph-counted FLOPs); % probe: GFLOP/s as a fraction of a float32
+    matmul of the critic's own dense layer shapes at this batch (forward + both backward matmuls,
+    XLA, measured in the same run; '–' for conv-only critics); % peak: fraction of a large
+    2048x2048 float32 matmul (bf16 rows are compared with the float32 figures); first call s
+    (compile + first step); peak MiB.
+    """
     from lipgan.bench import harness, report
 
     cfg = harness.BenchConfig(
@@ -130,6 +148,7 @@ def bench(
         n_critic=n_critic,
         steps_per_execution=steps_per_execution,
         count_flops=not no_flops,
+        probe=not no_probe,
     )
     records = harness.run(cfg, log=lambda line: click.echo(line, err=True))
     command = "lipgan bench " + " ".join(shlex.quote(a) for a in sys.argv[2:])

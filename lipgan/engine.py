@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from lipgan.constraint import Constraint, StepContext
 from lipgan.errors import ConfigError, NonFiniteLossError, PluginError
+from lipgan.jit import resolve_jit_compile
 from lipgan.models.checks import warn_if_batch_norm
 
 METRICS = ("critic_loss", "wasserstein", "penalty", "generator_loss")
@@ -71,7 +72,7 @@ class StepConfig:
     global_batch_size: int
     n_critic: int = 5
     seed: int = 0
-    jit_compile: bool = False
+    jit_compile: bool | str = "auto"  # see lipgan.jit.resolve_jit_compile
     mixed_precision: str | None = None
 
     def __post_init__(self):
@@ -197,6 +198,7 @@ class WGAN:
         self.config = config
         self.data_shape = tuple(int(d) for d in data_shape)
         self.num_replicas = strategy.num_replicas_in_sync
+        self.use_xla = resolve_jit_compile(config.jit_compile, strategy)
         if config.global_batch_size % self.num_replicas:
             raise ConfigError(
                 f"train.global_batch_size={config.global_batch_size} is not divisible by the "
@@ -339,7 +341,7 @@ class WGAN:
 
     def _build_loop(self):
         replica_fn = self.replica_iteration
-        if self.config.jit_compile:
+        if self.use_xla:
             # XLA on the per-replica function only: compiling the outer function that calls
             # strategy.run fails under MirroredStrategy (one XLA cluster cannot span devices).
             replica_fn = tf.function(replica_fn, jit_compile=True)

@@ -60,7 +60,7 @@ INTEGER_PARAMETERS = (
     "eval_samples",
     "histogram_every",
 )
-BOOLEAN_PARAMETERS = ("jit_compile", "checkpoint_input", "force")
+BOOLEAN_PARAMETERS = ("checkpoint_input", "force")  # jit_compile ('auto' too): lipgan.jit
 
 
 def check_parameter_types(values: dict) -> None:
@@ -90,7 +90,7 @@ def train(
     n_critic: int = 5,
     seed: int = 0,
     steps_per_execution: int = 1,
-    jit_compile: bool = False,
+    jit_compile: bool | str = "auto",
     mixed_precision: str | None = None,
     log_every: int = 100,
     checkpoint_every: int = 1000,
@@ -116,7 +116,7 @@ def train(
     """
     check_parameter_types(
         {name: value for name, value in locals().items() if name in INTEGER_PARAMETERS}
-        | {"jit_compile": jit_compile, "checkpoint_input": checkpoint_input, "force": force}
+        | {"checkpoint_input": checkpoint_input, "force": force}
     )
     return trainer_from_settings(locals()).fit(
         steps,

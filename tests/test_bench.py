@@ -2,6 +2,7 @@
 promises (records, ratios, keras-io baseline, Markdown, chart). Figures are never asserted."""
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -140,3 +141,23 @@ def test_bench_eager_and_xla_modes_run():
         assert (mode, "gradient_penalty:fast_relu=True", "penalty") in modes
         assert (mode, "gradient_penalty:fast_relu=True", "iteration") in modes
         assert (mode, harness.KERAS_IO, "iteration") in modes
+
+
+def test_bf16_modes_split_into_execution_and_precision():
+    assert harness.split_mode("function") == ("function", None)
+    assert harness.split_mode("xla+bf16") == ("xla", "mixed_bfloat16")
+    assert harness.split_mode("function+bf16") == ("function", "mixed_bfloat16")
+    with pytest.raises(ConfigError, match=re.escape("unknown mode 'xla+fp8'")):
+        harness.BenchConfig(modes=["xla+fp8"]).validate()
+
+
+def test_matmul_probe_measures_dense_shapes_and_fractions_follow():
+    from lipgan.bench import probe
+
+    assert probe.layer_matmul_flops_per_s([(3, 3, 1, 8)], batch=4) is None  # conv kernels only
+    rate = probe.layer_matmul_flops_per_s([(8, 16), (16, 1)], batch=4, min_seconds=0.05)
+    assert rate > 0
+    limits = {"probe_flops_per_s": 4e9, "peak_flops_per_s": None}
+    fractions = harness._fractions({"achieved_flops_per_s": 1e9}, limits)
+    assert fractions["fraction_of_probe"] == pytest.approx(0.25)
+    assert fractions["fraction_of_peak"] is None

@@ -65,7 +65,10 @@ def test_steps_per_execution_does_not_change_results():
 def test_xla_step_matches_plain_step():
     # SGD: Adam's 1/√v turns last-ulp differences in ~0 gradient components into full steps.
     sgd = lambda: keras.optimizers.SGD(0.05)  # noqa: E731
-    plain = build(optimizer=sgd)
+    plain = build(
+        StepConfig(global_batch_size=16, n_critic=3, seed=5, jit_compile=False), optimizer=sgd
+    )
+    assert not plain.use_xla
     xla = build(
         StepConfig(global_batch_size=16, n_critic=3, seed=5, jit_compile=True), optimizer=sgd
     )

@@ -394,7 +394,7 @@ def test_checkpoints_without_a_config_record_need_force(tmp_path):
         ("train.n_critic=2.5", "train.n_critic=2.5 is invalid: must be an integer"),
         ("train.steps_per_execution=2.0", "train.steps_per_execution=2.0 is invalid"),
         ("train.steps='abc'", "train.steps='abc' is invalid: must be an integer"),
-        ("train.jit_compile=1", "train.jit_compile=1 is invalid: must be True or False"),
+        ("train.jit_compile=1", "train.jit_compile must be True, False or 'auto'; got 1"),
     ],
 )
 def test_wrong_parameter_types_fail_before_anything_is_written(tmp_path, binding, message):

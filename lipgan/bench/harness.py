@@ -35,7 +35,17 @@ from pathlib import Path
 from lipgan.constraint import Constraint
 from lipgan.errors import ConfigError
 
-MODES = ("eager", "function", "xla")
+MODES = ("eager", "function", "xla", "function+bf16", "xla+bf16")
+# "+bf16": train.mixed_precision="mixed_bfloat16" (bf16 compute, float32 variables; the engine
+# keeps GP norms and losses in float32). Worth it on CPUs with native bf16 (avx512_bf16, AMX).
+
+
+def split_mode(mode: str) -> tuple[str, str | None]:
+    """``"xla+bf16"`` -> ``("xla", "mixed_bfloat16")``; ``"function"`` -> ``("function", None)``."""
+    base, _, suffix = mode.partition("+")
+    return base, ("mixed_bfloat16" if suffix == "bf16" else None)
+
+
 MEASUREMENTS = ("penalty", "critic_step", "iteration")
 KERAS_IO = "keras_io_gp"
 
@@ -74,6 +84,7 @@ class BenchConfig:
     n_critic: int = 5
     steps_per_execution: int = 10
     count_flops: bool = True
+    probe: bool = True  # the float32 matmul probe (lipgan.bench.probe) for each model and batch
 
     def validate(self) -> None:
         for name, known, values in (
@@ -176,7 +187,13 @@ def _build_wgan(strategy, spec, constraint, batch, n_critic, mode):
         generator_optimizer=_optimizer,
         constraint=constraint,
         data_shape=spec.data_shape,
-        config=StepConfig(batch, n_critic, seed=0, jit_compile=mode == "xla"),
+        config=StepConfig(
+            batch,
+            n_critic,
+            seed=0,
+            jit_compile=split_mode(mode)[0] == "xla",
+            mixed_precision=split_mode(mode)[1],
+        ),
     )
 
 
@@ -206,7 +223,7 @@ def _host_call(wgan, replica_fn, iterator, mode) -> Callable:
     """One step on the strategy, compiled as the mode says; advances the step counter."""
     import tensorflow as tf
 
-    if mode == "xla":
+    if split_mode(mode)[0] == "xla":
         replica_fn = tf.function(replica_fn, jit_compile=True)
 
     def call(iterator):
@@ -214,13 +231,13 @@ def _host_call(wgan, replica_fn, iterator, mode) -> Callable:
         wgan.iteration.assign_add(1)
         return wgan.strategy.reduce(tf.distribute.ReduceOp.SUM, out, axis=None)
 
-    compiled = call if mode == "eager" else tf.function(call)
+    compiled = call if split_mode(mode)[0] == "eager" else tf.function(call)
     return lambda: compiled(iterator)
 
 
 def _iteration_call(wgan, iterator, mode, steps_per_execution) -> tuple[Callable, int]:
     """The engine's host loop; eager mode runs the same replica iteration from Python."""
-    if mode != "eager":
+    if split_mode(mode)[0] != "eager":
         return (lambda: wgan.run(iterator, steps_per_execution)["critic_loss"]), steps_per_execution
 
     def call():
@@ -280,6 +297,7 @@ def _lipgan_cases(cfg, strategy, model_name, batch, mode, constraint_spec, regis
             iterations=iterations,
             replicas=wgan.num_replicas,
             lazy=getattr(constraint, "every", 1) > 1,
+            kernels=[tuple(v.shape) for v in wgan.critic.trainable_variables if len(v.shape) == 2],
         )
         flops = None
         if cfg.count_flops and wgan.num_replicas == 1:
@@ -339,7 +357,12 @@ def _measure_group(
     entries = []
     for constraint_spec in constraints:
         entries += _lipgan_cases(cfg, strategy, model_name, batch, mode, constraint_spec, registry)
-    if cfg.keras_io and "iteration" in cfg.measurements and strategy.num_replicas_in_sync == 1:
+    if (
+        cfg.keras_io
+        and "iteration" in cfg.measurements
+        and strategy.num_replicas_in_sync == 1
+        and split_mode(mode)[1] is None  # the keras-io recipe runs in float32 only
+    ):
         entries.append(_keras_io_case(cfg, model_name, batch, mode))
     memory = {}
     by_case = {id(case): meta for meta, case, _ in entries}
@@ -363,6 +386,7 @@ def _measure_group(
         after_prepare=after,
         log=log,
     )
+    limits = _machine_limits(cfg, entries, batch, log)
     records = []
     for (meta, case, flops), timing in zip(entries, timings):
         record = _record(
@@ -378,12 +402,35 @@ def _measure_group(
             flops() if flops else None,
             *memory[id(case)],
         )
-        if meta["lazy"]:
+        record.update(_fractions(record, limits))
+        if meta.get("lazy"):
             record["flops_note"] = (
                 "lazy penalty behind tf.cond: the counted graph is its skipped branch"
             )
         records.append(record)
     return records
+
+
+def _machine_limits(cfg, entries, batch, log) -> dict:
+    """The matmul probe (model's dense shapes at this batch) and the large-matmul peak, FLOP/s."""
+    if not cfg.probe:
+        return {"probe_flops_per_s": None, "peak_flops_per_s": None}
+    from lipgan.bench import probe
+
+    kernels = next((m["kernels"] for m, _, _ in entries if m.get("kernels")), [])
+    log(f"matmul probe: {len(kernels)} dense kernels at batch {batch}, and a large matmul")
+    return {
+        "probe_flops_per_s": probe.layer_matmul_flops_per_s(kernels, batch),
+        "peak_flops_per_s": probe.peak_matmul_flops_per_s(),
+    }
+
+
+def _fractions(record, limits) -> dict:
+    achieved = record["achieved_flops_per_s"]
+    out = dict(limits)
+    for name, key in (("probe", "probe_flops_per_s"), ("peak", "peak_flops_per_s")):
+        out[f"fraction_of_{name}"] = achieved / limits[key] if achieved and limits[key] else None
+    return out
 
 
 def _record(

@@ -7,6 +7,13 @@ three critic calls (fake, real, interpolates; all ``training=True``), a gradient
 ``fit``. Only two things are generalized: the interpolation ε has one axis per data axis (so the toy
 MLP's flat data works), and critics return ``[b, 1]`` as in the example. It is used only by the
 benchmark, as the side-by-side reference for lipgan's own step on the same critic, batch and optimizer.
+
+Revision: keras-team/keras-io ``examples/generative/wgan_gp.py``. The revision read for this note,
+commit 81aa0edb72a1735c5c577f123bb3a4a475a181c9 (header "Last modified: 2020/05/9", TF2
+``tf.keras``), draws the interpolation ε with ``tf.random.normal([batch, 1, 1, 1], 0.0, 1.0)``; later
+revisions draw it ``uniform`` in [0, 1) as the WGAN-GP paper (Gulrajani et al. 2017, Alg. 1) does.
+This re-implementation uses the **uniform** form (same cost; the numbers it draws do not enter the
+benchmark's timing). The commit that switched to uniform was not identified here.
 """
 
 from __future__ import annotations
@@ -86,7 +93,13 @@ class KerasIOWGAN(keras.Model):
 
 
 def build(critic, generator, *, n_critic, gp_weight, make_optimizer, mode: str) -> KerasIOWGAN:
-    """The example's model compiled for ``mode``: eager (run_eagerly), function, or xla."""
+    """The example's model compiled for ``mode``: eager (run_eagerly), function, or xla.
+
+    ``function`` is the form users run: ``compile`` with Keras' defaults, ``jit_compile="auto"``,
+    which Keras resolves to no XLA on CPU-only machines and to XLA where a GPU/TPU is visible
+    (keras ``trainers/trainer.py``, ``_resolve_auto_jit_compile``); ``xla`` forces
+    ``jit_compile=True``. So on CPU the ``function`` row is plain ``tf.function``.
+    """
     latent_dim = int(generator.input_shape[-1])
     model = KerasIOWGAN(
         critic, generator, latent_dim, discriminator_extra_steps=n_critic, gp_weight=gp_weight
@@ -97,6 +110,6 @@ def build(critic, generator, *, n_critic, gp_weight, make_optimizer, mode: str) 
         d_loss_fn=discriminator_loss,
         g_loss_fn=generator_loss,
         run_eagerly=mode == "eager",
-        jit_compile=mode == "xla",
+        jit_compile=True if mode == "xla" else "auto",
     )
     return model

@@ -44,11 +44,15 @@ def _fmt(value, digits=2):
     return str(value)
 
 
+def _pct(fraction) -> str:
+    return "–" if fraction is None else f"{100 * fraction:.0f} %"
+
+
 def markdown_table(records: list[dict]) -> str:
     """One row per measurement; ratios are to ``none`` in the same run (see harness.add_ratios)."""
     header = (
         "| strategy | model | batch | mode | constraint | measurement | examples/s (median) | min–max "
-        "| ×none time | ×none FLOPs | time/FLOP ratio | vs keras-io | GFLOP/call | GFLOP/s | first call s | peak MiB |"
+        "| ×none time | ×none FLOPs | time/FLOP ratio | vs keras-io | GFLOP/call | GFLOP/s | % probe | % peak | first call s | peak MiB |"
     )
     lines = [header, "|" + "---|" * (header.count("|") - 1)]
     for r in records:
@@ -61,7 +65,8 @@ def markdown_table(records: list[dict]) -> str:
             f"| {_fmt(r['examples_per_s_min'], 0)}–{_fmt(r['examples_per_s_max'], 0)} "
             f"| {_fmt(r['time_ratio_vs_none'])} | {_fmt(r['flop_ratio_vs_none'])} "
             f"| {_fmt(r['time_ratio_over_flop_ratio'])} | {_fmt(r['speedup_vs_keras_io'])} "
-            f"| {_fmt(gflop)} | {_fmt(gflops, 1)} | {_fmt(r['first_call_s'], 1)} | {_fmt(mem, 0)} |"
+            f"| {_fmt(gflop)} | {_fmt(gflops, 1)} | {_pct(r.get('fraction_of_probe'))} "
+            f"| {_pct(r.get('fraction_of_peak'))} | {_fmt(r['first_call_s'], 1)} | {_fmt(mem, 0)} |"
         )
     return "\n".join(lines) + "\n"
 

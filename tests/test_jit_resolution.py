@@ -1,0 +1,51 @@
+"""train.jit_compile: 'auto' compiles where lipgan checked XLA works, True fails in one line where not."""
+
+import pytest
+import tensorflow as tf
+
+from lipgan.errors import ConfigError
+from lipgan.jit import resolve_jit_compile
+from tests.conftest import run_python
+
+
+def test_auto_compiles_on_one_device_and_false_never_does():
+    strategy = tf.distribute.get_strategy()
+    assert resolve_jit_compile("auto", strategy) is True
+    assert resolve_jit_compile(True, strategy) is True
+    assert resolve_jit_compile(False, strategy) is False
+    one_device = tf.distribute.OneDeviceStrategy("/cpu:0")
+    assert resolve_jit_compile("auto", one_device) is True
+
+
+@pytest.mark.parametrize("bad", ["yes", "xla", 2, None])
+def test_unknown_setting_is_a_config_error(bad):
+    with pytest.raises(ConfigError, match="must be True, False or 'auto'"):
+        resolve_jit_compile(bad, tf.distribute.get_strategy())
+
+
+MIRRORED_PROBE = """
+import tensorflow as tf
+from lipgan_plugins.mirrored import Mirrored
+from lipgan.errors import ConfigError
+from lipgan.jit import resolve_jit_compile
+strategy = Mirrored(logical_cpus=2).create()
+assert strategy.num_replicas_in_sync == 2
+print("auto", resolve_jit_compile("auto", strategy))
+try:
+    resolve_jit_compile(True, strategy)
+    print("true accepted")
+except ConfigError as exc:
+    print("error", str(exc))
+"""
+
+
+def test_xla_under_mirrored_logical_cpus_is_avoided_or_refused_in_one_line():
+    # Full-step XLA under MirroredStrategy over logical CPUs fails inside TF ("Trying to access
+    # resource ... located in device CPU:1 from device CPU:0"): 'auto' must fall back to
+    # tf.function, and an explicit True must be a one-line ConfigError before any step runs.
+    result = run_python("-c", MIRRORED_PROBE, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.strip().splitlines()
+    assert lines[0] == "auto False"
+    assert lines[1].startswith("error train.jit_compile=True does not work with 2 replicas on CPU")
+    assert len(lines) == 2
