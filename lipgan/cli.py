@@ -19,6 +19,7 @@ import click
 from lipgan.bench_cli import bench
 from lipgan.errors import ConfigError, Interrupted, LipganError
 from lipgan.reproduce.command import reproduce
+from lipgan.study_cli import study
 
 DEFAULT_CONFIG = "wgangp_toy_quick.gin"
 GIN_CALL_MARKER = "In call to configurable"
@@ -365,6 +366,7 @@ def plugins(as_json, disabled):
 
 
 cli.add_command(bench)
+cli.add_command(study)
 cli.add_command(reproduce)
 
 
