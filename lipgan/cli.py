@@ -21,6 +21,7 @@ import click
 from lipgan.bench_cli import bench
 from lipgan.errors import ConfigError, Interrupted, LipganError, first_line
 from lipgan.reproduce.command import reproduce
+from lipgan.study_cli import study
 
 DEFAULT_CONFIG = "wgangp_toy_quick.gin"
 GIN_CALL_MARKER = "In call to configurable"
@@ -175,13 +176,6 @@ def _parse(discovery, gin_files, bindings, strategy_name=None):
     config.parse(list(gin_files), bindings, discovery.registry)
 
 
-def _train_root():
-    import gin
-    from lipgan import run as run_module
-
-    return gin.get_configurable(run_module.train)
-
-
 def _call(fn, mock_data: bool, **kwargs):
     from lipgan.data import mock_data as mocking
 
@@ -256,16 +250,14 @@ def run(
     _parse(discovery, gin_files, bindings, strategy_name)
     run_dir = run_dir or _default_run_dir(gin_files)
     check_location(run_dir)
-    import gin
+    from lipgan import config
 
     _call(
-        _train_root(),
+        config.train_configured,
         mock_data,
-        run_dir=str(run_dir),
+        run_dir=run_dir,
         force=force,
         progress=for_terminal(quiet),
-        config_text=gin.config_str(),
-        operative_config=gin.operative_config_str,
     )
     if quiet:
         click.echo(str(run_dir))
@@ -416,6 +408,7 @@ def plugins(as_json, disabled):
 
 
 cli.add_command(bench)
+cli.add_command(study)
 cli.add_command(reproduce)
 
 

@@ -94,6 +94,19 @@ def _expose_plugins(registry: Registry) -> None:
             _PLUGIN_CONFIGURABLES[name] = cls
 
 
+def train_configured(*, run_dir, force: bool = False, progress=None):
+    """Call the gin-configured root ``train`` with the run dir's gin record: ``lipgan run``'s call."""
+    from lipgan import run
+
+    return gin.get_configurable(run.train)(
+        run_dir=str(run_dir),
+        force=force,
+        progress=progress,
+        config_text=gin.config_str(),
+        operative_config=gin.operative_config_str,
+    )
+
+
 def build_trainer():
     """The :class:`lipgan.Trainer` that the parsed config describes, built but not trained.
 

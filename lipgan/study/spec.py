@@ -1,0 +1,118 @@
+"""What a study runs: the grid (constraint × seed × data set) and how each cell becomes a lipgan run.
+
+A cell is an ordinary lipgan run: a shipped gin config for its data set (:data:`DATASETS`), plus the
+bindings that choose the constraint (``--constraint`` SPEC, parsed by :func:`lipgan.bench.harness.
+parse_spec`, the syntax of ``lipgan bench``), the seed and the number of iterations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from lipgan.errors import ConfigError
+
+#: Data set name on the command line -> (shipped gin config, ``dataset.name`` binding or None).
+#: ``ring`` and ``grid`` are PacGAN's 2D-ring and 2D-grid (Lin et al. 2018), evaluated by its protocol.
+DATASETS = {
+    "8gaussians": ("wgangp_toy_quick.gin", "lipgan_toy/8gaussians"),
+    "25gaussians": ("wgangp_toy_quick.gin", "lipgan_toy/25gaussians"),
+    "swissroll": ("wgangp_toy_quick.gin", "lipgan_toy/swissroll"),
+    "ring": ("wgangp_ring.gin", "lipgan_toy/2d_ring"),
+    "grid": ("wgangp_grid.gin", "lipgan_toy/2d_grid"),
+    "digits": ("wgangp_digits.gin", None),
+}
+
+#: ``--quick``: the grid a test can afford (a few minutes on 2 idle cores).
+QUICK = {"seeds": 2, "steps": 100, "datasets": ["8gaussians"]}
+
+#: The PacGAN protocol: 2,500 generated samples per evaluation (Lin et al. 2018, Table 1).
+EVAL_SAMPLES = 2500
+
+
+@dataclasses.dataclass(frozen=True)
+class StudySpec:
+    """The whole grid; two studies with equal specs are the same study (resume compares them)."""
+
+    constraints: tuple[str, ...]
+    datasets: tuple[str, ...]
+    seeds: int
+    steps: int
+    eval_samples: int = EVAL_SAMPLES
+    bindings: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> StudySpec:
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
+    def cells(self) -> list[Cell]:
+        return [
+            Cell(dataset, constraint, seed, self.steps, self.eval_samples, self.bindings)
+            for dataset in self.datasets
+            for constraint in self.constraints
+            for seed in range(self.seeds)
+        ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    dataset: str
+    constraint: str
+    seed: int
+    steps: int
+    eval_samples: int
+    bindings: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """A run-dir name: the SPEC with characters a path should not hold replaced."""
+        safe = "".join(c if c.isalnum() or c in "._=-" else "_" for c in self.constraint)
+        return f"{self.dataset}/{safe}/seed{self.seed}"
+
+    def as_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["bindings"] = list(self.bindings)
+        return d
+
+    def gin(self) -> tuple[list[str], list[str]]:
+        """(gin files, bindings) of this cell's run."""
+        from lipgan.bench.harness import parse_spec
+
+        if self.dataset not in DATASETS:
+            raise ConfigError(
+                f"unknown study data set {self.dataset!r}; known: {', '.join(DATASETS)}"
+            )
+        config, dataset_name = DATASETS[self.dataset]
+        name, kwargs = parse_spec(self.constraint)
+        bindings = [f"train.constraint = @{name}()"]
+        bindings += [f"{name}.{key} = {value!r}" for key, value in kwargs.items()]
+        if dataset_name:
+            bindings.append(f"dataset.name = {dataset_name!r}")
+        bindings += [f"train.seed = {self.seed}", f"train.steps = {self.steps}"]
+        return [config], bindings + list(self.bindings)
+
+
+def default_constraints(registry) -> list[str]:
+    """Every registered constraint except ``none`` (built-ins and installed plugins alike)."""
+    return [name for name in registry.names("constraint") if name != "none"]
+
+
+def check_spec(spec: StudySpec) -> None:
+    from lipgan.bench.harness import parse_spec
+
+    if spec.seeds < 1 or spec.steps < 1 or spec.eval_samples < 2:
+        raise ConfigError("--seeds and --steps must be >= 1")
+    if not spec.constraints or not spec.datasets:
+        raise ConfigError("a study needs at least one constraint and one data set")
+    for c in spec.constraints:
+        parse_spec(c)  # one-line error on a malformed SPEC
+    for d in spec.datasets:
+        if d not in DATASETS:
+            raise ConfigError(f"unknown study data set {d!r}; known: {', '.join(DATASETS)}")
+
+
+def dumps(obj) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True, default=float)

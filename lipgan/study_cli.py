@@ -1,0 +1,82 @@
+"""``lipgan study``: the constraint study (machinery in :mod:`lipgan.study`, protocol in docs/study.md).
+
+Example (the quick variant a test runs)::
+
+    lipgan study --quick --constraint gradient_penalty --constraint spectral_norm --out studies/q
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.option(
+    "--constraint",
+    "constraints",
+    multiple=True,
+    metavar="SPEC",
+    help="name or name:key=value,... as in lipgan bench (repeatable; default: every registered "
+    "constraint except none).",
+)
+@click.option(
+    "--dataset",
+    "datasets",
+    multiple=True,
+    metavar="NAME",
+    help="ring, grid, 8gaussians, 25gaussians, swissroll, digits (repeatable; default: ring, grid).",
+)
+@click.option("--seeds", type=click.IntRange(min=1), help="Seeds per cell (default 10).")
+@click.option("--steps", type=click.IntRange(min=1), help="Generator iterations per run.")
+@click.option(
+    "--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding for every cell."
+)
+@click.option(
+    "--jobs", type=click.IntRange(min=1), help="Cells in parallel (default: one per core)."
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(min=0),
+    help="TF intra-op threads per cell (default 1; 0 lets TF choose).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("studies/study"),
+    show_default=True,
+    help="Study dir (re-running resumes it).",
+)
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="Small defaults: 2 seeds, 100 iterations, 8gaussians (explicit options still win).",
+)
+@click.option("--force", is_flag=True, help="Reuse a study dir whose spec differs.")
+@click.option("--quiet", is_flag=True, help="No progress lines; print only the report paths.")
+def study(constraints, datasets, seeds, steps, bindings, jobs, threads, out, quick, force, quiet):
+    """Train constraint × seed × data set, each cell an ordinary run; write study.json/md/png."""
+    from lipgan.plugins import load_registry
+    from lipgan.study import QUICK, StudySpec, default_constraints, run_study
+
+    if not constraints:
+        constraints = default_constraints(load_registry())
+    defaults = QUICK if quick else {"seeds": 10, "steps": 2000, "datasets": ["ring", "grid"]}
+    spec = StudySpec(
+        constraints=tuple(constraints),
+        datasets=tuple(datasets or defaults["datasets"]),
+        seeds=seeds or defaults["seeds"],
+        steps=steps or defaults["steps"],
+        bindings=tuple(bindings),
+    )
+    log = None if quiet else (lambda line: click.echo(line, err=True))
+    command = "lipgan study " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    report = run_study(spec, out, jobs=jobs, threads=threads, force=force, log=log, command=command)
+    if not quiet:
+        click.echo(report.paths["markdown"].read_text())
+    click.echo(
+        f"wrote {report.paths['json']}, {report.paths['markdown']}, {report.paths['figure']}"
+    )

@@ -1,0 +1,113 @@
+"""lipgan study: the report (synthetic cells, fast) and one tiny real study (subprocess cells)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from lipgan.study import StudySpec, report, run_study
+from lipgan.study.runner import cell_dir
+
+
+def _cell(constraint, seed, status="ok", **metrics):
+    cell = {
+        "dataset": "8gaussians",
+        "constraint": constraint,
+        "seed": seed,
+        "steps": 10,
+        "eval_samples": 2500,
+        "bindings": [],
+    }
+    out = {"status": status, "cell": cell}
+    if status == "ok":
+        out["metrics"], out["seconds_per_iteration"] = metrics, 0.01
+    else:
+        out["error"] = "Error: non-finite critic_loss"
+    return out
+
+
+def test_collapse_rule():
+    assert report.is_collapsed({"modes_covered": 1, "num_modes": 8}) is True
+    assert report.is_collapsed({"modes_covered": 8, "num_modes": 8, "reverse_kl": 2.0}) is True
+    assert report.is_collapsed({"modes_covered": 8, "num_modes": 8, "reverse_kl": 0.05}) is False
+    assert report.is_collapsed({"w1": 0.1}) is None
+
+
+def test_report_marks_collapsed_and_failed_cells_and_aggregates(tmp_path):
+    good = dict(modes_covered=8, num_modes=8, high_quality_fraction=0.9, w1=0.1)
+    results = [
+        _cell("gp", 0, **good, reverse_kl=0.02),
+        _cell("gp", 1, **{**good, "w1": 0.3}, reverse_kl=0.04),
+        _cell(
+            "clip",
+            0,
+            modes_covered=1,
+            num_modes=8,
+            high_quality_fraction=0.9,
+            w1=2.0,
+            reverse_kl=2.07,
+        ),
+        _cell("clip", 1, status="failed"),
+    ]
+    summary = report.summarize(results)["8gaussians"]
+    mean, se = summary["gp"]["stats"]["w1"]
+    assert mean == pytest.approx(0.2) and se == pytest.approx(0.1)  # std(ddof=1)/sqrt(2)
+    assert summary["clip"]["collapsed"] == 1 and summary["clip"]["failed"] == 1
+    assert summary["gp"]["collapsed"] == 0
+    spec = {"steps": 10, "seeds": 2, "eval_samples": 2500}
+    md = report.markdown(spec, results)
+    row = next(line for line in md.splitlines() if line.startswith("| clip |"))
+    assert row.endswith("| 1 | 1 | 1 |")  # seeds, failed, collapsed
+    assert "W1 floor" not in md  # a key no cell reports gets no column
+    assert "non-finite critic_loss" in md
+
+
+def test_missing_key_shows_dash():
+    results = [
+        _cell("a", 0, w1=0.1, reverse_kl=0.1),
+        _cell("b", 0, w1=0.2),
+    ]
+    md = report.markdown({"steps": 1, "seeds": 1, "eval_samples": 2500}, results)
+    row = next(line for line in md.splitlines() if line.startswith("| b |"))
+    assert "–" in row
+
+
+def test_pacgan_rows_beside_ring():
+    results = [_cell("a", 0, w1=0.1)]
+    results[0]["cell"]["dataset"] = "ring"
+    md = report.markdown({"steps": 7, "seeds": 1, "eval_samples": 2500}, results)
+    assert "PacGAN4 | 7.8±0.1" in md and "not the same training" in md
+
+
+@pytest.mark.slow
+def test_tiny_study_end_to_end_resume_and_failure(tmp_path):
+    spec = StudySpec(
+        constraints=("gradient_penalty", "gradient_penalty:no_such_option=1"),
+        datasets=("8gaussians",),
+        seeds=1,
+        steps=4,
+        eval_samples=1000,  # toy W1 needs >= 1000 points
+        bindings=("train.steps_per_execution = 2", "train.eval_every = 0"),
+    )
+    study = run_study(spec, tmp_path, jobs=2)
+    data = json.loads((tmp_path / "study.json").read_text())
+    assert data["spec"] == spec.as_dict()
+    by = {c["cell"]["constraint"]: c for c in data["cells"]}
+    ok, bad = by["gradient_penalty"], by["gradient_penalty:no_such_option=1"]
+    assert ok["status"] == "ok", ok.get("error")
+    assert ok["metrics"]["modes_covered"] <= 8
+    assert math.isfinite(ok["seconds_per_iteration"])
+    assert bad["status"] == "failed" and "no_such_option" in bad["error"]
+    md = (tmp_path / "study.md").read_text()
+    assert "## 8gaussians" in md and "| gradient_penalty |" in md
+    assert (tmp_path / "study.png").stat().st_size > 1000
+    result_file = cell_dir(tmp_path, study.spec.cells()[0]) / "result.json"
+    before = result_file.stat().st_mtime_ns
+    run_study(spec, tmp_path, jobs=2)  # resume: nothing left to run
+    assert result_file.stat().st_mtime_ns == before
+    from lipgan.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="another spec"):
+        run_study(StudySpec(**{**vars(spec), "seeds": 2}), tmp_path)
