@@ -50,3 +50,151 @@ def test_critics_build_with_groupsort_and_keep_their_defaults():
     )
     with pytest.raises(ConfigError, match="unknown critic activation 'tanhh'"):
         mlp_critic((2,), width=8, activation="tanhh")
+
+
+# -- Björck and AOL -----------------------------------------------------------------------------
+from lipgan.testing import ConstraintConformance  # noqa: E402
+from lipgan_plugins.aol import AOL, aol_rescale  # noqa: E402
+from lipgan_plugins.bjorck import Bjorck, bjorck_orthonormalize  # noqa: E402
+
+
+@pytest.mark.parametrize("order", [1, 2, 3])
+@pytest.mark.parametrize("shape", [(2, 16), (16, 16), (16, 1)])
+def test_bjorck_orthonormalizes_and_never_exceeds_one(shape, order):
+    w = tf.constant(
+        np.linalg.qr(np.random.default_rng(2).standard_normal((16, 16)))[0][: shape[0], : shape[1]]
+        * 3.0
+        + 0.01,
+        tf.float32,
+    )
+    sv = np.linalg.svd(bjorck_orthonormalize(w, 20, order).numpy(), compute_uv=False)
+    np.testing.assert_allclose(sv, 1.0, atol=1e-4)
+    few = np.linalg.svd(bjorck_orthonormalize(w, 2, order).numpy(), compute_uv=False)
+    assert few.max() <= 1.0 + 1e-5  # finite iterations: below 1, not yet orthonormal
+
+
+def test_aol_dense_rescaling_matches_the_paper_formula_and_is_a_contraction():
+    k = np.random.default_rng(3).standard_normal((6, 4))
+    d = np.abs(k @ k.T).sum(axis=1) ** -0.5  # W = Kᵀ: WᵀW = KKᵀ, one scale per input unit
+    got = aol_rescale(tf.constant(k, tf.float64)).numpy()
+    np.testing.assert_allclose(got, d[:, None] * k, rtol=1e-12)
+    assert np.linalg.norm(got, 2) <= 1.0 + 1e-12
+    q = np.linalg.qr(np.random.default_rng(4).standard_normal((5, 5)))[0]  # orthogonal: unchanged
+    np.testing.assert_allclose(aol_rescale(tf.constant(q)).numpy(), q, atol=1e-12)
+
+
+def conv_operator_norm(conv_layer, kernel, image_shape, iterations=300):
+    """The spectral norm of ``x ↦ conv(x, kernel)`` by power iteration on the operator."""
+    v = tf.random.stateless_normal((1, *image_shape), seed=[0, 0], dtype=kernel.dtype)
+    for _ in range(iterations):
+        with tf.GradientTape() as tape:
+            tape.watch(v)
+            y = conv_layer.convolution_op(v, kernel)
+        v = tape.gradient(y, v, output_gradients=y)
+        v = v / tf.norm(v)
+    return float(tf.norm(conv_layer.convolution_op(v, kernel)))
+
+
+@pytest.mark.parametrize("strides,padding", [(1, "same"), (1, "valid"), (2, "same")])
+def test_aol_conv_is_a_contraction_and_its_bound_holds(strides, padding):
+    keras.utils.set_random_seed(5)
+    conv = keras.Sequential(
+        [keras.Input((12, 12, 3)), keras.layers.Conv2D(5, 3, strides=strides, padding=padding)]
+    )
+    layer = AOL().wrap_critic(conv).layers[0]
+    true_norm = conv_operator_norm(layer.layer, layer.effective_kernel(), (12, 12, 3))
+    bound = layer.operator_norm_bound()
+    assert true_norm <= bound + 1e-5 and bound <= 1.0 + 1e-6
+    assert true_norm > 0.3  # a rescaling, not a collapse
+
+
+def test_bjorck_refuses_convolutions_in_one_line():
+    with pytest.raises(ConfigError, match="bjorck supports Dense layers only.*aol"):
+        Bjorck().wrap_critic(dcgan_critic((8, 8, 1), dim=4))
+
+
+def test_certified_layers_are_stateless_and_gradients_flow():
+    critic = Bjorck(iterations=5).wrap_critic(
+        mlp_critic((2,), width=8, depth=1, activation="maxmin")
+    )
+    assert all("kernel" in v.path or "bias" in v.path for v in critic.variables)
+    assert len(critic.non_trainable_variables) == 0
+    x = tf.random.stateless_normal((4, 2), seed=[1, 1])
+    with tf.GradientTape() as tape:
+        out = tf.reduce_sum(critic(x))
+    grads = tape.gradient(out, critic.trainable_variables)
+    assert all(g is not None and np.isfinite(g.numpy()).all() for g in grads)
+    assert float(tf.norm(grads[0])) > 0
+
+
+def conv_critic(data_shape):
+    """A small module-level conv critic with MaxMin activations."""
+    return keras.Sequential(
+        [
+            keras.Input(tuple(data_shape)),
+            keras.layers.Conv2D(4, 3, strides=2, padding="same"),
+            GroupSort(2),
+            keras.layers.Flatten(),
+            keras.layers.Dense(1),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "constraint,factory,shape",
+    [
+        (
+            Bjorck(iterations=6),
+            lambda s: mlp_critic(s, width=8, depth=2, activation="maxmin"),
+            (2,),
+        ),
+        (AOL(), conv_critic, (8, 8, 3)),
+    ],
+)
+def test_certified_critic_and_its_gradients_are_the_same_under_xla(constraint, factory, shape):
+    keras.utils.set_random_seed(0)
+    critic = constraint.wrap_critic(factory(shape))
+    x = tf.random.stateless_normal((4, *shape), seed=[2, 2])
+
+    def fn(x):
+        with tf.GradientTape() as tape:
+            out = critic(x, training=True)
+            total = tf.reduce_sum(out)
+        return out, tape.gradient(total, critic.trainable_variables)
+
+    eager = fn(x)
+    for compiled in (tf.function(fn), tf.function(fn, jit_compile=True)):
+        got = compiled(x)
+        np.testing.assert_allclose(got[0], eager[0], rtol=1e-4, atol=1e-5)
+        for g, e in zip(got[1], eager[1]):
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+
+
+class TestBjorckConformance(ConstraintConformance):
+    constraint_class = Bjorck
+    constraint_kwargs = {"iterations": 8, "order": 2}
+
+    def test_replica_invariance(self):  # stateless: the slow built-ins test covers all of them
+        assert "bjorck" in {cls.name for cls, _ in _builtins()}
+
+
+class TestAOLConformance(ConstraintConformance):
+    constraint_class = AOL
+
+    def test_replica_invariance(self):
+        assert "aol" in {cls.name for cls, _ in _builtins()}
+
+
+class TestAOLConformanceConv(ConstraintConformance):
+    constraint_class = AOL
+    data_shape = (8, 8, 3)
+    critic_factory = conv_critic
+
+    def test_replica_invariance(self):
+        assert "aol" in {cls.name for cls, _ in _builtins()}
+
+
+def _builtins():
+    from tests.test_testing_kit import builtins
+
+    return builtins()
