@@ -273,3 +273,25 @@ def test_groupsort_bjorck_critic_estimates_w1_of_the_fixed_pair():
     assert abs(result.grad_norm - 1.0) < 0.02
     gp_gap = testbeds.gp_optimum(10.0)[1]
     assert abs(result.critic_gap - 3) < abs(gp_gap - 3)
+
+
+def test_bench_measures_bjorck_on_the_toy_model_and_skips_it_on_dcgan(tmp_path):
+    """A constraint that refuses a model's critic gets a 'skip' line, not a crashed sweep."""
+    import json
+
+    from click.testing import CliRunner
+
+    from lipgan.cli import cli
+
+    common = ["--measure", "critic_step", "--repetitions", "1", "--min-rep-seconds", "0"]
+    common += ["--no-keras-io", "--no-flops", "--n-critic", "1", "--steps-per-execution", "1"]
+    result = CliRunner().invoke(
+        cli,
+        ["bench", "--model", "toy", "--batch", "toy=8", "--constraint", "bjorck:iterations=2"]
+        + ["--model", "dcgan", "--batch", "dcgan=2", *common, "--out", str(tmp_path)],
+    )
+    assert result.exit_code == 0, result.output
+    assert "skip dcgan bjorck:iterations=2: bjorck supports Dense layers only" in result.output
+    records = json.loads((tmp_path / "results.json").read_text())["records"]
+    assert [(r["model"], r["constraint"]) for r in records] == [("toy", "bjorck:iterations=2")]
+    assert records[0]["examples_per_s"] > 0
