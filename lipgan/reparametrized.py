@@ -45,6 +45,8 @@ class KernelReparametrization(keras.layers.Wrapper):
                 )
         elif not isinstance(layer, keras.layers.Dense):
             raise ConfigError(f"cannot reparametrize layer {layer.name!r} of type {type(layer)}")
+        # The wrapped layer's policy (e.g. a float32 output layer in a mixed_bfloat16 critic).
+        kwargs.setdefault("dtype", layer.dtype_policy)
         super().__init__(layer, **kwargs)
 
     def transform(self, kernel: tf.Tensor) -> tf.Tensor:
