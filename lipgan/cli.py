@@ -305,6 +305,39 @@ def eval_command(run_dir, num_samples, bindings, mock_data, disabled):
     click.echo(json.dumps(payload, indent=2))
 
 
+@cli.command(name="audit")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option(
+    "--points",
+    type=click.IntRange(min=1),
+    default=512,
+    show_default=True,
+    help="Real, fake and interpolated points each.",
+)
+@click.option("--seed", type=int, help="Sampling seed (default: the run's train.seed).")
+@click.option("--mock-data", is_flag=True, help="Real samples from tfds.testing.mock_data.")
+@click.option(
+    "--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name."
+)
+def audit_command(run_dir, points, seed, mock_data, disabled):
+    """Lipschitz audit of the latest checkpoint of RUN_DIR (lower and upper bounds), as JSON."""
+    from lipgan import evaluation
+    from lipgan.audit import audit
+
+    trainer, step = _load_run(run_dir, [], mock_data, disabled)
+    seed = trainer.seed if seed is None else seed
+    real = _call(
+        evaluation.real_samples,
+        mock_data,
+        dataset=trainer.dataset,
+        n=points,
+        batch_size=trainer.global_batch_size,
+        seed=seed,
+    )
+    result = audit(trainer, real, trainer.sample(points, seed), seed=seed)
+    click.echo(json.dumps({"run_dir": str(run_dir), "step": step, **result}, indent=2))
+
+
 @cli.command()
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option(

@@ -128,3 +128,13 @@ class Constraint(Named):
     def after_update(self, critic) -> None:
         """Called in replica context after every critic optimizer update (e.g. to clip weights)."""
         return None
+
+    def lipschitz_bound(self, critic) -> float | None:
+        """A certified upper bound on the Lipschitz constant of ``critic`` (the wrapped one), or None.
+
+        Optional (extension, issue 15): constraints that build the critic 1-Lipschitz by
+        construction (``bjorck``, ``aol``) compute it from the effective weights; the default, None,
+        means "this constraint certifies nothing" and the audit falls back on a general bound.
+        Called eagerly, outside any ``tf.function``.
+        """
+        return None

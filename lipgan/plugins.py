@@ -31,6 +31,8 @@ BUILTIN_PLUGINS = {
     "lipschitz_penalty": "lipgan_plugins.lipschitz_penalty",
     "dragan": "lipgan_plugins.dragan",
     "r1": "lipgan_plugins.r1",
+    "bjorck": "lipgan_plugins.bjorck",
+    "aol": "lipgan_plugins.aol",
     "default": "lipgan_plugins.default_strategy",
     "mirrored": "lipgan_plugins.mirrored",
     "tpu": "lipgan_plugins.tpu",

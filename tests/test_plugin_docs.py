@@ -38,7 +38,7 @@ def test_hook_has_docstring_guide_entry_and_test(hook):
 @pytest.mark.parametrize(
     "cls, methods",
     [
-        (constraint.Constraint, ["wrap_critic", "penalty", "after_update"]),
+        (constraint.Constraint, ["wrap_critic", "penalty", "after_update", "lipschitz_bound"]),
         (strategy.StrategyPlugin, ["create", "is_available", "is_chief"]),
         (
             constraint.StepContext,

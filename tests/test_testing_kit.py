@@ -42,11 +42,13 @@ def test_every_builtin_constraint_is_checked():
         "lipschitz_penalty",
         "dragan",
         "r1",
+        "bjorck",
+        "aol",
     } <= names
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("index", range(7))
+@pytest.mark.parametrize("index", range(9))
 def test_builtin_passes_in_process_checks(index):
     cls, kwargs = builtins()[index]
     testing.check_constraint(cls, kwargs, replicas=False)

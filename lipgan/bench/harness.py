@@ -356,7 +356,12 @@ def _measure_group(
 
     entries = []
     for constraint_spec in constraints:
-        entries += _lipgan_cases(cfg, strategy, model_name, batch, mode, constraint_spec, registry)
+        try:
+            entries += _lipgan_cases(
+                cfg, strategy, model_name, batch, mode, constraint_spec, registry
+            )
+        except ConfigError as exc:  # a constraint that refuses this critic (bjorck on convs)
+            log(f"skip {model_name} {constraint_spec}: {exc}")
     if (
         cfg.keras_io
         and "iteration" in cfg.measurements

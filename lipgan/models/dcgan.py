@@ -20,6 +20,8 @@ import math
 
 import keras
 
+from lipgan.models.activations import activation_layer
+
 _KERNEL = dict(kernel_size=5, strides=2, padding="same")
 
 
@@ -37,16 +39,23 @@ def _stages(data_shape, who: str) -> tuple[int, int]:
     return n, c
 
 
-def dcgan_critic(data_shape, dim: int = 64) -> keras.Model:
-    """Conv critic: ``n`` stride-2 5x5 convs (dim, 2·dim, ...), LeakyReLU(0.2), no norm, dense to 1."""
+def dcgan_critic(
+    data_shape, dim: int = 64, activation: str = "leaky_relu", group_size: int = 2
+) -> keras.Model:
+    """Conv critic: ``n`` stride-2 5x5 convs (dim, 2·dim, ...), LeakyReLU(0.2), no norm, dense to 1.
+
+    ``activation``: ``leaky_relu`` (slope 0.2, the default), ``relu``, ``groupsort`` (over channel
+    groups of ``group_size``) or ``maxmin`` (:mod:`lipgan.models.activations`).
+    """
     n, c = _stages(data_shape, "dcgan_critic")
     size = 4 * 2**n
     layers = [keras.Input(shape=(size, size, c))]
     for i in range(n):
-        layers += [
-            keras.layers.Conv2D(dim * 2**i, **_KERNEL, name=f"conv_{i}"),
-            keras.layers.LeakyReLU(0.2),
-        ]
+        if activation == "leaky_relu":  # the default, built exactly as before
+            act = keras.layers.LeakyReLU(0.2)
+        else:
+            act = activation_layer(activation, group_size=group_size, layer_name=f"act_{i}")
+        layers += [keras.layers.Conv2D(dim * 2**i, **_KERNEL, name=f"conv_{i}"), act]
     layers += [keras.layers.Flatten(), keras.layers.Dense(1, name="out", dtype="float32")]
     return keras.Sequential(layers, name="critic")
 

@@ -6,6 +6,8 @@ import math
 
 import keras
 
+from lipgan.models.activations import activation_layer
+
 
 def _mlp(
     input_dim: int,
@@ -14,14 +16,27 @@ def _mlp(
     depth: int,
     name: str,
     kernel_initializer: str = "glorot_uniform",
+    activation: str = "relu",
+    group_size: int = 2,
 ) -> keras.Model:
     layers = [keras.Input(shape=(input_dim,))]
-    layers += [
-        keras.layers.Dense(
-            width, activation="relu", kernel_initializer=kernel_initializer, name=f"hidden_{i}"
-        )
-        for i in range(depth)
-    ]
+    for i in range(depth):
+        if activation == "relu":  # the paper's layout (the ReLU inside Dense), kept as it was
+            layers.append(
+                keras.layers.Dense(
+                    width,
+                    activation="relu",
+                    kernel_initializer=kernel_initializer,
+                    name=f"hidden_{i}",
+                )
+            )
+        else:
+            layers += [
+                keras.layers.Dense(
+                    width, kernel_initializer=kernel_initializer, name=f"hidden_{i}"
+                ),
+                activation_layer(activation, group_size=group_size, layer_name=f"act_{i}"),
+            ]
     layers.append(
         keras.layers.Dense(
             output_dim, kernel_initializer=kernel_initializer, name="out", dtype="float32"
@@ -31,16 +46,26 @@ def _mlp(
 
 
 def mlp_critic(
-    data_shape, width: int = 512, depth: int = 3, kernel_initializer: str = "glorot_uniform"
+    data_shape,
+    width: int = 512,
+    depth: int = 3,
+    kernel_initializer: str = "glorot_uniform",
+    activation: str = "relu",
+    group_size: int = 2,
 ) -> keras.Model:
     """ReLU MLP critic ``prod(data_shape) -> width x depth -> 1`` (inputs flattened).
 
     ``kernel_initializer='he_uniform'`` is the paper's ('he' in the official tflib code); it keeps
     activation and gradient scales constant through deep ReLU stacks (Fig. 1b's 12 layers).
+    ``activation``: ``relu`` (default), ``leaky_relu``, ``groupsort`` (groups of ``group_size``) or
+    ``maxmin`` (GroupSort with groups of 2), the norm-preserving choice for orthonormal critics
+    (:mod:`lipgan.models.activations`).
     """
     if len(data_shape) != 1:
         raise ValueError(f"mlp_critic expects flat data, got shape {tuple(data_shape)}")
-    return _mlp(data_shape[0], 1, width, depth, "critic", kernel_initializer)
+    return _mlp(
+        data_shape[0], 1, width, depth, "critic", kernel_initializer, activation, group_size
+    )
 
 
 def mlp_generator(

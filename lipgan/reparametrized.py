@@ -1,0 +1,171 @@
+"""Critic layers whose kernel is a function of a raw kernel, and the bounds they certify.
+
+Certified constraints (``bjorck``, ``aol``) do not change a critic's weights after the fact as
+spectral norm does: each Dense/Conv layer keeps its ordinary (raw) kernel as the trainable variable,
+and every call computes the *effective* kernel from it (orthonormalized, rescaled, ...) and runs the
+layer with that. Gradients flow through the computation; nothing is assigned, so there is no state to
+keep in sync across replicas and the layer is replica-invariant by construction.
+
+:func:`chain_lipschitz_bound` multiplies, along a ``keras.Sequential`` chain, each wrapped layer's
+bound (computed from its effective kernel in float64, never assumed) by each activation's Lipschitz
+constant; it gives up (None) on any layer it cannot bound.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from lipgan.errors import ConfigError
+from lipgan.models.activations import activation_fn_lipschitz, activation_lipschitz
+
+#: Layers that change no distances: flattening and reshaping are isometries.
+ISOMETRIES = (keras.layers.InputLayer, keras.layers.Flatten, keras.layers.Reshape)
+
+
+class KernelReparametrization(keras.layers.Wrapper):
+    """Run a Dense or Conv2D layer with ``kernel = self.transform(raw kernel)`` (subclasses say how).
+
+    Supports the layer's bias and activation; Conv2D must be channels-last with ``groups=1``.
+    The transform runs in float32 whatever the policy (orthonormalization in bfloat16 is too coarse).
+    """
+
+    supports_conv = True
+
+    def __init__(self, layer, **kwargs):
+        if isinstance(layer, keras.layers.Conv2D):
+            if not self.supports_conv:
+                raise ConfigError(f"{type(self).__name__} cannot wrap Conv2D layer {layer.name!r}")
+            if layer.data_format != "channels_last" or layer.groups != 1:
+                raise ConfigError(
+                    f"layer {layer.name!r}: certified constraints need channels_last convolutions "
+                    "with groups=1"
+                )
+        elif not isinstance(layer, keras.layers.Dense):
+            raise ConfigError(f"cannot reparametrize layer {layer.name!r} of type {type(layer)}")
+        # The wrapped layer's policy (e.g. a float32 output layer in a mixed_bfloat16 critic).
+        kwargs.setdefault("dtype", layer.dtype_policy)
+        super().__init__(layer, **kwargs)
+
+    def transform(self, kernel: tf.Tensor) -> tf.Tensor:
+        raise NotImplementedError
+
+    def effective_kernel(self) -> tf.Tensor:
+        """The kernel the layer computes with (float32)."""
+        return self.transform(ops.cast(self.layer.kernel, "float32"))
+
+    def call(self, inputs):
+        layer = self.layer
+        kernel = ops.cast(self.effective_kernel(), inputs.dtype)
+        if isinstance(layer, keras.layers.Dense):
+            out = ops.matmul(inputs, kernel)
+        else:
+            out = layer.convolution_op(inputs, kernel)
+        if layer.use_bias:
+            out = ops.add(out, ops.cast(layer.bias, out.dtype))
+        if layer.activation is not None:
+            out = layer.activation(out)
+        return out
+
+    def compute_output_shape(self, input_shape):
+        return self.layer.compute_output_shape(input_shape)
+
+    def operator_norm_bound(self) -> float:
+        """An upper bound on the layer's linear map's operator norm, from the effective kernel.
+
+        Dense: the exact largest singular value (float64 SVD). Conv2D: sqrt of the Schur-test bound
+        on the convolution's Gram matrix, from the kernel's autocorrelation
+        (:func:`conv_gram_channel_matrix`, :func:`schur_bound`); valid for any stride, padding and
+        dilation, tight for stride 1 and large images, loose for strided convolutions.
+        """
+        kernel = np.asarray(self.effective_kernel(), dtype=np.float64)
+        if isinstance(self.layer, keras.layers.Dense):
+            return float(np.linalg.norm(kernel, ord=2))
+        gram = conv_gram_channel_matrix(tf.constant(kernel)).numpy()
+        return float(np.sqrt(schur_bound(gram)))
+
+
+def dense_gram_row_sums(kernel: tf.Tensor) -> tf.Tensor:
+    """``Σⱼ |KKᵀ|ᵢⱼ`` per input unit ``i`` of a Dense kernel ``K`` [in, out] (the map is x ↦ xK)."""
+    return ops.sum(ops.abs(ops.matmul(kernel, ops.transpose(kernel))), axis=1)
+
+
+def conv_gram_channel_matrix(kernel: tf.Tensor) -> tf.Tensor:
+    """``B_ij = Σ_Δ |A_ij[Δ]|`` [in, in], with ``A[Δ] = Σ_{u,c} K[u,i,c] K[u+Δ,j,c]``.
+
+    ``A`` is the kernel's autocorrelation (Prach & Lampert, ECCV 2022, Sec. 4, the ``PᵀP``
+    convolution): entry (pixel p, channel i; pixel q, channel j) of the stride-1 convolution's Gram
+    matrix WᵀW is ``A_ij[q - p]`` (zero padding only drops terms), so ``Σ_j B_ij`` bounds every row sum
+    of |WᵀW| for channel i. A stride or a cropped output keeps a subset of W's rows, which lowers WᵀW
+    in the PSD order, so the bounds hold for them too. One ``conv2d`` of the kernel with itself.
+    """
+    kh, kw = kernel.shape[0], kernel.shape[1]
+    # Batch = input channel i, image = K[:, :, i, :] (channels = out), filter = K with in/out swapped.
+    images = ops.transpose(kernel, (2, 0, 1, 3))
+    images = tf.pad(images, [[0, 0], [kh - 1, kh - 1], [kw - 1, kw - 1], [0, 0]])
+    filters = ops.transpose(kernel, (0, 1, 3, 2))
+    auto = tf.nn.conv2d(images, filters, strides=1, padding="VALID")  # [in, 2kh-1, 2kw-1, in]
+    return ops.sum(ops.abs(auto), axis=(1, 2))
+
+
+def conv_gram_row_sums(kernel: tf.Tensor) -> tf.Tensor:
+    """Per input channel, a bound on the row sums of |WᵀW| (:func:`conv_gram_channel_matrix`)."""
+    return ops.sum(conv_gram_channel_matrix(kernel), axis=1)
+
+
+def schur_bound(matrix: np.ndarray, iterations: int = 200) -> float:
+    """An upper bound on the spectral radius of the nonnegative symmetric ``matrix``.
+
+    Schur test: ``max_i (Bw)_i / w_i`` for any positive ``w``; ``w`` from power iteration (the Perron
+    vector makes it tight). A convolution's Gram matrix is bounded entrywise, row by row, by
+    ``B`` acting on channel weights, so this bounds its largest eigenvalue as well.
+    """
+    w = np.ones(matrix.shape[0])
+    for _ in range(iterations):
+        w = matrix @ w + 1e-300
+        w /= w.max()
+    w = np.maximum(w, 1e-12)  # any positive w gives a valid bound
+    return float(np.max((matrix @ w) / w))
+
+
+def fresh_copy(layer, **overrides) -> keras.layers.Layer:
+    """An unbuilt layer with ``layer``'s config (and ``overrides``)."""
+    return layer.__class__.from_config({**layer.get_config(), **overrides})
+
+
+def wrap_layers(critic: keras.Model, wrap) -> keras.Model:
+    """A clone of ``critic`` with each layer replaced by ``wrap(layer)``, or a fresh copy if None."""
+
+    def clone(layer):
+        new = wrap(layer)
+        return fresh_copy(layer) if new is None else new
+
+    wrapped = keras.models.clone_model(critic, clone_function=clone)
+    wrapped.build(critic.inputs[0].shape if critic.inputs else None)
+    return wrapped
+
+
+def chain_lipschitz_bound(critic: keras.Model) -> float | None:
+    """Product of per-layer bounds along a ``keras.Sequential`` critic, or None.
+
+    None when the critic is not Sequential or has a layer that is neither a
+    :class:`KernelReparametrization`, an isometry (flatten, reshape) nor an activation of known
+    Lipschitz constant (:func:`lipgan.models.activations.activation_lipschitz`).
+    """
+    if not isinstance(critic, keras.Sequential):
+        return None
+    total = 1.0
+    for layer in critic.layers:
+        if isinstance(layer, KernelReparametrization):
+            act = activation_fn_lipschitz(layer.layer.activation)
+            bound = None if act is None else layer.operator_norm_bound() * act
+        elif isinstance(layer, ISOMETRIES):
+            bound = 1.0
+        else:
+            bound = activation_lipschitz(layer)
+        if bound is None:
+            return None
+        total *= bound
+    return total

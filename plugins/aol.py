@@ -1,0 +1,77 @@
+"""``aol``: Almost-Orthogonal Layers (Prach & Lampert, ECCV 2022), 1-Lipschitz with no iterations.
+
+A linear map ``W`` rescaled as ``W·D``, ``D = diag(Σⱼ |WᵀW|ᵢⱼ)^(−1/2)``, has spectral norm at most 1
+(Theorem 1: ``D⁻² − WᵀW`` is diagonally dominant, hence PSD), and the rescaling is exact when ``W``
+is already orthogonal. Every Dense layer of the critic computes with its raw kernel rescaled per
+input unit this way. Every Conv2D layer uses the paper's convolutional form: the row sums are taken
+over the kernel's autocorrelation ``PᵀP`` (:func:`lipgan.reparametrized.conv_gram_row_sums`), one
+scale per input channel; it is valid for any stride, padding and dilation (a stride or padding only
+removes rows of the convolution's matrix). The rescaling is recomputed from the raw kernel at every
+call, gradients flow through it, and nothing is assigned, so replicas need no sync.
+"""
+
+import keras
+from keras import ops
+
+from lipgan import Constraint, hookimpl
+from lipgan.errors import ConfigError
+from lipgan.reparametrized import (
+    KernelReparametrization,
+    chain_lipschitz_bound,
+    conv_gram_row_sums,
+    dense_gram_row_sums,
+    fresh_copy,
+    wrap_layers,
+)
+
+
+def aol_rescale(kernel):
+    """``kernel`` (Dense [in, out] or Conv2D [kh, kw, in, out]) times AOL's per-input scale."""
+    sums = dense_gram_row_sums(kernel) if len(kernel.shape) == 2 else conv_gram_row_sums(kernel)
+    positive = sums > 0  # an all-zero input row/channel stays zero (and gets a finite gradient)
+    scale = ops.where(positive, ops.rsqrt(ops.where(positive, sums, 1.0)), 0.0)
+    return (
+        kernel * ops.reshape(scale, (-1, 1))
+        if len(kernel.shape) == 2
+        else (kernel * ops.reshape(scale, (1, 1, -1, 1)))
+    )
+
+
+@keras.saving.register_keras_serializable(package="lipgan")
+class AOLRescaled(KernelReparametrization):
+    """A Dense or Conv2D layer computing with its AOL-rescaled kernel."""
+
+    def transform(self, kernel):
+        return aol_rescale(kernel)
+
+
+class AOL(Constraint):
+    """Rescale every Dense/Conv2D kernel of the critic to spectral norm <= 1 (AOL)."""
+
+    name = "aol"
+    description = (
+        "Almost-orthogonal layers: rescale every Dense/Conv2D kernel by diag(Σ|WᵀW|)^(-1/2), "
+        "1-Lipschitz with no iterations (Prach & Lampert 2022)."
+    )
+
+    def _wrap(self, layer):
+        if isinstance(layer, keras.layers.Dense | keras.layers.Conv2D):
+            return AOLRescaled(fresh_copy(layer), name=f"aol_{layer.name}")
+        if "Conv" in type(layer).__name__:
+            raise ConfigError(
+                f"aol supports Dense and Conv2D layers, not {type(layer).__name__} "
+                f"{layer.name!r}: change the critic or use another constraint"
+            )
+        return None
+
+    def wrap_critic(self, critic):
+        return wrap_layers(critic, self._wrap)
+
+    def lipschitz_bound(self, critic):
+        """Product of each effective kernel's operator-norm bound and activation constants."""
+        return chain_lipschitz_bound(critic)
+
+
+@hookimpl
+def lipgan_register_constraints(register):
+    register(AOL)
