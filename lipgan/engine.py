@@ -198,12 +198,12 @@ class WGAN:
         self.config = config
         self.data_shape = tuple(int(d) for d in data_shape)
         self.num_replicas = strategy.num_replicas_in_sync
-        self.use_xla = resolve_jit_compile(config.jit_compile, strategy)
         if config.global_batch_size % self.num_replicas:
             raise ConfigError(
                 f"train.global_batch_size={config.global_batch_size} is not divisible by the "
                 f"{self.num_replicas} replicas of this strategy; use a multiple of {self.num_replicas}"
             )
+        self.use_xla = resolve_jit_compile(config.jit_compile, strategy)
         if config.mixed_precision == "mixed_bfloat16":
             check_bfloat16_support()
         # Models are built under the precision policy: bf16 compute, float32 variables. The model

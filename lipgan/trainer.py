@@ -267,7 +267,8 @@ class Trainer:
       or a factory ``(global_batch_size, seed) -> tf.data.Dataset`` of global batches;
     * ``critic`` / ``generator``: a ``keras.Model`` or a factory ``data_shape -> keras.Model``
       (a factory is called inside ``strategy.scope()``; a model made outside it is cloned there
-      when the strategy has several replicas);
+      when the strategy has several replicas). A constraint may wrap the critic (spectral norm;
+      the penalties' exact ReLU pruning): the model that trains is :attr:`critic`;
     * ``constraint``: a :class:`lipgan.Constraint` (``lipgan.constraints.GradientPenalty()``...);
     * ``strategy``: a lipgan strategy (``lipgan.strategies.Mirrored()``), a
       ``tf.distribute.Strategy``, or None for TensorFlow's default;
