@@ -297,7 +297,7 @@ def _lipgan_cases(cfg, strategy, model_name, batch, mode, constraint_spec, regis
             iterations=iterations,
             replicas=wgan.num_replicas,
             lazy=getattr(constraint, "every", 1) > 1,
-            kernels=[tuple(v.shape) for v in wgan.critic.trainable_variables if len(v.shape) == 2],
+            kernels=[tuple(v.shape) for v in wgan.critic.trainable_variables if len(v.shape) >= 2],
         )
         flops = None
         if cfg.count_flops and wgan.num_replicas == 1:
@@ -423,7 +423,7 @@ def _machine_limits(cfg, entries, batch, log) -> dict:
     from lipgan.bench import probe
 
     kernels = next((m["kernels"] for m, _, _ in entries if m.get("kernels")), [])
-    log(f"matmul probe: {len(kernels)} dense kernels at batch {batch}, and a large matmul")
+    log(f"matmul probe: {len(kernels)} kernels at batch {batch} (dense only), and a large matmul")
     return {
         "probe_flops_per_s": probe.layer_matmul_flops_per_s(kernels, batch),
         "peak_flops_per_s": probe.peak_matmul_flops_per_s(),

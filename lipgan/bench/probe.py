@@ -4,8 +4,8 @@ Two figures: :func:`layer_matmul_flops_per_s`, the forward and both backward mat
 dense layers at the benchmark's batch (what a perfectly fused step of that model could reach:
 small matmuls run below the machine's peak), and :func:`peak_matmul_flops_per_s`, a large square
 matmul (the machine's float32 peak as TensorFlow reaches it). Each row's achieved GFLOP/s is then
-reported as a fraction of both (issue 17). Convolutions are not probed: a model without dense
-kernels gets only the peak figure.
+reported as a fraction of both. Convolutions are not probed: a model with convolutions gets only
+the peak figure.
 """
 
 from __future__ import annotations
@@ -32,10 +32,14 @@ def _flops_per_s(fn, flops_per_call: float, min_seconds: float, repetitions: int
 
 
 def layer_matmul_flops_per_s(kernels, batch: int, min_seconds: float = 0.5) -> float | None:
-    """GFLOP/s·1e9 of ``x@W``, ``dy@Wᵀ`` and ``xᵀ@dy`` for every 2-D kernel shape ``(k, n)``."""
-    kernels = [tuple(int(d) for d in k) for k in kernels if len(k) == 2]
-    if not kernels:
+    """GFLOP/s·1e9 of ``x@W``, ``dy@Wᵀ`` and ``xᵀ@dy`` for every 2-D kernel shape ``(k, n)``.
+
+    None when the model has other kernels too (convolutions): the probe would then time only part
+    of its work, and a row's "fraction of probe" would not mean what its name says.
+    """
+    if not kernels or any(len(k) != 2 for k in kernels):
         return None
+    kernels = [tuple(int(d) for d in k) for k in kernels]
     rng = tf.random.Generator.from_seed(0)
     xs = [rng.normal([batch, k]) for k, _ in kernels]
     ws = [rng.normal([k, n]) for k, n in kernels]
