@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from lipgan.constraint import Constraint
 from lipgan.errors import ConfigError
 from lipgan.models.activations import activation_fn_lipschitz, activation_lipschitz
 
@@ -169,3 +170,22 @@ def chain_lipschitz_bound(critic: keras.Model) -> float | None:
             return None
         total *= bound
     return total
+
+
+class KernelConstruction(Constraint):
+    """Base of the constraints that build the critic from reparametrized layers (bjorck, aol).
+
+    A subclass says how one layer is replaced (:meth:`wrap_layer`: a wrapped copy, ``None`` to keep
+    it, or a one-line ConfigError to refuse it); the critic is rewritten by :func:`wrap_layers` and
+    its certified bound is :func:`chain_lipschitz_bound` of the effective kernels.
+    """
+
+    def wrap_layer(self, layer) -> keras.layers.Layer | None:
+        raise NotImplementedError
+
+    def wrap_critic(self, critic):
+        return wrap_layers(critic, self.wrap_layer)
+
+    def lipschitz_bound(self, critic):
+        """Product of each effective kernel's operator-norm bound and activation constants."""
+        return chain_lipschitz_bound(critic)

@@ -13,15 +13,14 @@ call, gradients flow through it, and nothing is assigned, so replicas need no sy
 import keras
 from keras import ops
 
-from lipgan import Constraint, hookimpl
+from lipgan import hookimpl
 from lipgan.errors import ConfigError
 from lipgan.reparametrized import (
+    KernelConstruction,
     KernelReparametrization,
-    chain_lipschitz_bound,
     conv_gram_row_sums,
     dense_gram_row_sums,
     fresh_copy,
-    wrap_layers,
 )
 
 
@@ -45,7 +44,7 @@ class AOLRescaled(KernelReparametrization):
         return aol_rescale(kernel)
 
 
-class AOL(Constraint):
+class AOL(KernelConstruction):
     """Rescale every Dense/Conv2D kernel of the critic to spectral norm <= 1 (AOL)."""
 
     name = "aol"
@@ -54,7 +53,7 @@ class AOL(Constraint):
         "1-Lipschitz with no iterations (Prach & Lampert 2022)."
     )
 
-    def _wrap(self, layer):
+    def wrap_layer(self, layer):
         if isinstance(layer, keras.layers.Dense | keras.layers.Conv2D):
             return AOLRescaled(fresh_copy(layer), name=f"aol_{layer.name}")
         if "Conv" in type(layer).__name__:
@@ -63,13 +62,6 @@ class AOL(Constraint):
                 f"{layer.name!r}: change the critic or use another constraint"
             )
         return None
-
-    def wrap_critic(self, critic):
-        return wrap_layers(critic, self._wrap)
-
-    def lipschitz_bound(self, critic):
-        """Product of each effective kernel's operator-norm bound and activation constants."""
-        return chain_lipschitz_bound(critic)
 
 
 @hookimpl

@@ -28,13 +28,12 @@ import math
 import keras
 from keras import ops
 
-from lipgan import Constraint, hookimpl
+from lipgan import hookimpl
 from lipgan.errors import ConfigError
 from lipgan.reparametrized import (
+    KernelConstruction,
     KernelReparametrization,
-    chain_lipschitz_bound,
     fresh_copy,
-    wrap_layers,
 )
 
 
@@ -75,7 +74,7 @@ class BjorckDense(KernelReparametrization):
         return {**super().get_config(), "iterations": self.iterations, "order": self.order}
 
 
-class Bjorck(Constraint):
+class Bjorck(KernelConstruction):
     """Orthonormalize every Dense kernel of the critic by Björck iterations."""
 
     name = "bjorck"
@@ -91,7 +90,7 @@ class Bjorck(Constraint):
             raise ConfigError(f"bjorck.order must be >= 1, got {order}")
         self.iterations, self.order = int(iterations), int(order)
 
-    def _wrap(self, layer):
+    def wrap_layer(self, layer):
         if "Conv" in type(layer).__name__:
             raise ConfigError(
                 f"bjorck supports Dense layers only, and the critic has convolution {layer.name!r}: "
@@ -105,13 +104,6 @@ class Bjorck(Constraint):
             order=self.order,
             name=f"bjorck_{layer.name}",
         )
-
-    def wrap_critic(self, critic):
-        return wrap_layers(critic, self._wrap)
-
-    def lipschitz_bound(self, critic):
-        """Product of each effective kernel's exact spectral norm (SVD) and activation constants."""
-        return chain_lipschitz_bound(critic)
 
 
 @hookimpl
