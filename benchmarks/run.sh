@@ -20,28 +20,45 @@ if [ -n "$LIPGAN_BENCH_TINY" ]; then
   EXTRA="--repetitions 1 --min-rep-seconds 0.01 --batch toy=16 --batch dcgan=8 --n-critic 2"
 fi
 mkdir -p "$OUT"
+# bf16 rows everywhere only on CPUs with native bf16 (avx512_bf16 / AMX); elsewhere one small pair of
+# rows shows what emulated bf16 costs.
+if grep -qE 'avx512_bf16|amx_bf16' /proc/cpuinfo 2>/dev/null; then
+  TOY_MODES="--mode function --mode xla --mode function+bf16 --mode xla+bf16"
+else
+  TOY_MODES="--mode function --mode xla"
+fi
 LOAD=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
-ALL="--constraint none --constraint weight_clip --constraint spectral_norm --constraint gradient_penalty"
-ALL="$ALL --constraint gradient_penalty:fast_relu=True --constraint gradient_penalty:every=16"
-GP="--constraint none --constraint gradient_penalty --constraint gradient_penalty:fast_relu=True"
+# Every built-in constraint; gradient_penalty:fast_relu=False is the unpruned reference (the default
+# 'auto' prunes wherever exact) and gradient_penalty:every=16 the lazy schedule.
+BUILTIN="--constraint none --constraint weight_clip --constraint spectral_norm --constraint gradient_penalty"
+BUILTIN="$BUILTIN --constraint gradient_penalty:fast_relu=False --constraint gradient_penalty:every=16"
+BUILTIN="$BUILTIN --constraint lipschitz_penalty --constraint r1 --constraint dragan --constraint aol"
+ALL="$BUILTIN"
+CONV="$BUILTIN"
+GP="--constraint none --constraint gradient_penalty --constraint gradient_penalty:fast_relu=False"
 # shellcheck disable=SC2086  # word splitting of the option lists is intended
 {
 # toy MLP, batch 256: everything, tf.function / XLA / bf16, with keras-io in both forms.
-lipgan bench --model toy --mode function --mode xla --mode function+bf16 --mode xla+bf16 \
-  --steps-per-execution 5 $ALL $EXTRA --out "$OUT/toy"
+lipgan bench --model toy $TOY_MODES --steps-per-execution 5 $ALL $EXTRA --out "$OUT/toy"
 # toy MLP on two logical CPUs (replica counts are exact; XLA is not available there).
 lipgan bench --model toy --strategy mirrored:logical_cpus=2 --mode function \
   --steps-per-execution 5 --no-keras-io $ALL $EXTRA --out "$OUT/toy_mirrored"
 # DCGAN 32x32, batch 64: penalty and critic step for every constraint, tf.function and XLA.
 lipgan bench --model dcgan --mode function --mode xla --measure penalty --measure critic_step \
-  $ALL $EXTRA --out "$OUT/dcgan_step"
+  $CONV $EXTRA --out "$OUT/dcgan_step"
 # DCGAN full iterations (n_critic critic updates + 1 generator update) against keras-io (both forms).
 lipgan bench --model dcgan --mode function --mode xla --measure iteration --steps-per-execution 1 \
   $GP $EXTRA --out "$OUT/dcgan_iteration"
+# Certified constructions against none, GP and SN: critic steps only (a Björck critic step is ~100x the
+# plain one at these shapes, so its full iterations would dominate the sweep); Björck is Dense-only.
+lipgan bench --model toy --mode function --mode xla --measure critic_step --steps-per-execution 1 \
+  --no-keras-io --constraint none --constraint gradient_penalty --constraint spectral_norm \
+  --constraint aol --constraint bjorck --constraint bjorck:iterations=5 $EXTRA --out "$OUT/certified"
+# bf16 critic steps, toy and DCGAN: none and GP (all rows on native-bf16 CPUs are in the toy run).
+lipgan bench --model toy --model dcgan --mode function+bf16 --mode xla+bf16 --measure critic_step \
+  --no-keras-io --constraint none --constraint gradient_penalty $EXTRA --out "$OUT/bf16"
 if [ -z "$LIPGAN_BENCH_TRIM" ]; then
-  # DCGAN critic step in bf16 (native bf16 CPUs), and on two logical CPUs.
-  lipgan bench --model dcgan --mode function+bf16 --mode xla+bf16 --measure critic_step \
-    --constraint none --constraint gradient_penalty $EXTRA --out "$OUT/dcgan_bf16"
+  # DCGAN on two logical CPUs.
   lipgan bench --model dcgan --strategy mirrored:logical_cpus=2 --mode function \
     --measure critic_step --measure iteration --steps-per-execution 1 --no-keras-io \
     --constraint none --constraint gradient_penalty $EXTRA --out "$OUT/dcgan_mirrored"

@@ -224,6 +224,36 @@ def _quiet_gin_logging():
         logging.disable(previous)
 
 
+#: The learning-rate schedules whose length :func:`stretched_schedules` follows (the scopes of
+#: ``parts/adam_linear_decay.gin``).
+SCHEDULES = ("critic/linear_decay.decay_steps", "generator/linear_decay.decay_steps")
+
+
+def stretched_schedules(gin_files: list[str], steps: int, registry: Registry) -> list[str]:
+    """Bindings that stretch the config's linear decays to ``steps`` iterations instead of its own.
+
+    A config written for ``train.steps = 4000`` that decays to 0 over 4,000 iterations run for 400
+    would end at 90 % of its initial rate; scaling every decay by ``steps / train.steps`` keeps
+    the schedule's shape (the learning rate still reaches its final value on the last step).
+    Leaves gin cleared; returns [] when the config has no such schedule.
+    """
+    parse(gin_files, [], registry)
+    try:
+        original = int(gin.query_parameter("train.steps"))
+        out = []
+        for name in SCHEDULES:
+            try:
+                length = int(gin.query_parameter(name))
+            except ValueError:
+                continue  # not bound in this config
+            out.append(f"{name} = {max(1, round(length * steps / original))}")
+        return out
+    except ValueError:
+        return []
+    finally:
+        gin.clear_config()
+
+
 def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list[Path]:
     """Clear gin, then parse files in order and bindings after them. Returns the resolved paths."""
     register_configurables(registry)

@@ -222,6 +222,12 @@ def _layer_bound(layer, in_shape, out_shape) -> float | None:
         return max(1.0, abs(layer.negative_slope))
     if type(layer) is keras.layers.Activation:
         return _activation_lipschitz(layer.activation)
+    from lipgan.models.activations import GroupSort
+
+    if type(layer) is GroupSort:
+        # Sorting within groups permutes coordinates piecewise and is continuous: 1-Lipschitz in ℓ₂
+        # (Anil et al. 2019, GroupSort; MaxMin is group size 2).
+        return 1.0
     if type(layer) in (keras.layers.GlobalAveragePooling1D, keras.layers.GlobalAveragePooling2D):
         positions = in_shape[1:-1]
         if any(p is None for p in positions):

@@ -180,6 +180,10 @@ class KernelConstruction(Constraint):
     its certified bound is :func:`chain_lipschitz_bound` of the effective kernels.
     """
 
+    #: The critic activation these layers need to keep ‖∇D‖ = 1 (ReLU loses norm where units are
+    #: off); ``lipgan study`` binds it for the shipped critics in its default constraint list.
+    recommended_activation = "maxmin"
+
     def wrap_layer(self, layer) -> keras.layers.Layer | None:
         raise NotImplementedError
 

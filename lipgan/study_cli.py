@@ -63,7 +63,7 @@ def study(constraints, datasets, seeds, steps, bindings, jobs, threads, out, qui
     from lipgan.study import QUICK, StudySpec, default_constraints, run_study
 
     if not constraints:
-        constraints = default_constraints(load_registry())
+        constraints = default_constraints(load_registry().registry)
     defaults = QUICK if quick else {"seeds": 10, "steps": 2000, "datasets": ["ring", "grid"]}
     spec = StudySpec(
         constraints=tuple(constraints),

@@ -49,8 +49,8 @@ def bjorck_orthonormalize(w, iterations: int = 20, order: int = 1):
     for _ in range(iterations):
         gram = ops.matmul(w, ops.transpose(w)) if left else ops.matmul(ops.transpose(w), w)
         q = eye - gram
-        poly, power = coeffs[0] * eye, eye
-        for c in coeffs[1:]:
+        poly, power = coeffs[0] * eye + coeffs[1] * q, q  # no product with the identity
+        for c in coeffs[2:]:
             power = ops.matmul(power, q)
             poly = poly + c * power
         w = ops.matmul(poly, w) if left else ops.matmul(w, poly)

@@ -43,7 +43,7 @@ def test_default_constraints_cover_the_registry_and_gp_variants():
     registry = load_registry().registry
     specs = harness.default_constraints(registry)
     assert set(registry.names("constraint")) <= set(specs)
-    assert "gradient_penalty:fast_relu=True" in specs and "gradient_penalty:every=16" in specs
+    assert "gradient_penalty:fast_relu=False" in specs and "gradient_penalty:every=16" in specs
 
 
 @pytest.mark.slow

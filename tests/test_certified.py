@@ -1,4 +1,4 @@
-"""Certified 1-Lipschitz critics: GroupSort, Björck and AOL (issue 15)."""
+"""Certified 1-Lipschitz critics: GroupSort, Björck and AOL, their bounds and what they express."""
 
 import keras
 import numpy as np
@@ -295,3 +295,37 @@ def test_bench_measures_bjorck_on_the_toy_model_and_skips_it_on_dcgan(tmp_path):
     records = json.loads((tmp_path / "results.json").read_text())["records"]
     assert [(r["model"], r["constraint"]) for r in records] == [("toy", "bjorck:iterations=2")]
     assert records[0]["examples_per_s"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("problem", ["absolute_value", "cone"])
+def test_groupsort_bjorck_expresses_the_lnets_potentials_that_norm_bound_relu_cannot(problem):
+    """δ₀ against N(0, I) (``lipgan.testbeds``): the optimal critic is −|x| (1-D) or −‖x‖ (2-D).
+
+    A MaxMin critic with Björck-orthonormal layers reaches W1 from below (its gap is a certified
+    lower bound: never above the sample's exact W1) and at least as tightly as the gradient
+    penalty, which overshoots; a ReLU critic with spectrally normalized layers cannot bend both
+    ways at full slope and stays near half of W1 (LNets, Anil et al. 2019; docs/plugins.md has
+    the full table from docs/dual_problems.py).
+    """
+    from lipgan import testbeds
+    from lipgan_plugins.gradient_penalty import GradientPenalty
+    from lipgan_plugins.spectral_norm import SpectralNorm
+
+    p = testbeds.PROBLEMS[problem]
+
+    def fit(constraint, activation):
+        return testbeds.fit_critic(
+            constraint,
+            problem=p,
+            iterations=150,
+            critic=lambda s: mlp_critic(s, width=32, depth=2, activation=activation),
+        )
+
+    bjorck = fit(Bjorck(iterations=12), "maxmin")
+    gp = fit(GradientPenalty(weight=10.0), "relu")
+    sn = fit(SpectralNorm(), "relu")
+    assert bjorck.critic_gap <= bjorck.w1 * (1 + 1e-4)
+    assert bjorck.critic_gap >= 0.95 * bjorck.w1
+    assert abs(bjorck.critic_gap - bjorck.w1) <= abs(gp.critic_gap - gp.w1)
+    assert sn.critic_gap <= 0.7 * sn.w1

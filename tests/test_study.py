@@ -111,3 +111,45 @@ def test_tiny_study_end_to_end_resume_and_failure(tmp_path):
 
     with pytest.raises(ConfigError, match="another spec"):
         run_study(StudySpec(**{**vars(spec), "seeds": 2}), tmp_path)
+
+
+@pytest.mark.slow
+def test_quick_study_from_the_cli_reports_structure_and_a_collapsed_cell(tmp_path):
+    """`lipgan study --quick` itself (its seeds, iterations and data set), with a frozen generator
+    (learning rate 0) as a cell that must be reported collapsed: an untrained generator puts all
+    its samples in one blob near the origin, where none of the 8 modes is."""
+    from click.testing import CliRunner
+
+    from lipgan.cli import cli
+    from lipgan.study import QUICK
+
+    frozen = "gradient_penalty:generator/linear_decay.initial_learning_rate=0.0"
+    out = tmp_path / "quick"
+    result = CliRunner().invoke(
+        cli,
+        ["study", "--quick", "--constraint", "gradient_penalty", "--constraint", frozen]
+        + ["--jobs", "2", "--quiet", "--out", str(out)],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "study.json").read_text())
+    assert data["spec"]["seeds"] == QUICK["seeds"] and data["spec"]["steps"] == QUICK["steps"]
+    assert data["spec"]["datasets"] == QUICK["datasets"]
+    cells = data["cells"]
+    assert len(cells) == 2 * QUICK["seeds"]
+    assert all(c["status"] == "ok" for c in cells), [c.get("error") for c in cells]
+    for c in cells:
+        assert {"modes_covered", "high_quality_fraction", "reverse_kl", "w1", "w1_floor"} <= set(
+            c["metrics"]
+        )
+        assert c["metrics"]["w1_floor"] < c["metrics"]["w1"]
+        assert c["seconds_per_iteration"] > 0
+    frozen_cells = [c for c in cells if c["cell"]["constraint"] == frozen]
+    assert [c["collapsed"] for c in frozen_cells] == [True] * QUICK["seeds"]
+    assert all(c["metrics"]["modes_covered"] < 4 for c in frozen_cells)
+    md = (out / "study.md").read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| constraint"))
+    for column in ("modes", "reverse KL", "W1", "collapsed"):
+        assert column in header, header
+    row = next(line for line in md.splitlines() if line.startswith(f"| {frozen} |"))
+    assert row.rstrip(" |").endswith(f"| {QUICK['seeds']}")  # the collapsed column, last
+    assert (out / "study.png").stat().st_size > 1000

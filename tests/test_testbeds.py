@@ -1,4 +1,4 @@
-"""The fixed-pair test bed reaches its closed-form optimum under the gradient penalty."""
+"""The analytic test beds: closed-form W1, and the fixed pair reaching the GP optimum."""
 
 import pytest
 
@@ -50,3 +50,31 @@ def test_batch_norm_critic_reads_differently_in_each_mode_and_layer_norm_does_no
     batch = gaps["batch"]
     assert abs(batch["concat"] - batch["inference"]) > 0.5 * abs(batch["inference"])
     assert abs(batch["separate"]) < 0.2 * abs(batch["inference"])  # each batch centred on its own
+
+
+def test_dual_problems_closed_form_w1():
+    """δ₀ against N(0, I): W1 is E‖z‖ (√(2/π) in 1-D, √(π/2) in 2-D), and on a finite sample it is
+    exactly the sample's mean norm; the fixed pair keeps its translation distance."""
+    import math
+
+    import numpy as np
+
+    from lipgan import testbeds
+
+    assert testbeds.ABSOLUTE_VALUE.true_w1 == pytest.approx(0.7978845608)
+    assert testbeds.CONE.true_w1 == pytest.approx(1.2533141373)
+    for problem in (testbeds.ABSOLUTE_VALUE, testbeds.CONE):
+        real, fake = problem.sample(200_000, np.random.default_rng(0))
+        assert real.shape == fake.shape == (200_000, problem.dim)
+        assert not real.any()  # the point mass at the origin
+        assert problem.w1_of(real, fake) == pytest.approx(problem.true_w1, rel=5e-3)
+        small_real, small_fake = problem.sample(3, np.random.default_rng(1))
+        assert problem.w1_of(small_real, small_fake) == pytest.approx(
+            np.mean([math.hypot(*row) for row in small_fake])
+        )
+    assert testbeds.FIXED_PAIR.w1_of(*testbeds.FIXED_PAIR.sample(8, np.random.default_rng(0))) == 3
+    assert testbeds.PROBLEMS == {
+        "fixed_pair": testbeds.FIXED_PAIR,
+        "absolute_value": testbeds.ABSOLUTE_VALUE,
+        "cone": testbeds.CONE,
+    }

@@ -119,11 +119,15 @@ def parse_spec(spec: str) -> tuple[str, dict]:
 
 
 def default_constraints(registry) -> list[str]:
-    """Every registered constraint, plus gradient_penalty's opt-in speed variants when present."""
+    """Every registered constraint, plus gradient_penalty's unpruned reference and lazy schedule.
+
+    The default ``fast_relu='auto'`` prunes wherever exact, so ``fast_relu=False`` is the variant
+    that shows what the pruning saves.
+    """
     names = registry.names("constraint")
     specs = list(names)
     if "gradient_penalty" in names:
-        specs += ["gradient_penalty:fast_relu=True", "gradient_penalty:every=16"]
+        specs += ["gradient_penalty:fast_relu=False", "gradient_penalty:every=16"]
     return specs
 
 

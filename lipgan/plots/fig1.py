@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 TOY_LABELS = {"8gaussians": "8 Gaussians", "25gaussians": "25 Gaussians", "swissroll": "Swiss Roll"}
-ROW_LABELS = {"weight_clip": "Weight clipping", "gradient_penalty": "Gradient penalty"}
+ROW_LABELS = {
+    "weight_clip": "Weight clipping",
+    "gradient_penalty": "Gradient penalty",
+    "bjorck": "Björck + MaxMin",
+    "aol": "AOL + MaxMin",
+}
 
 
 def _pyplot():
@@ -16,14 +21,17 @@ def _pyplot():
 
 
 def plot_fig1a(result: dict, path) -> None:
-    """2×3 value surfaces: clipping (top) and GP (bottom) on the three toy sets."""
+    """Value surfaces, one row per constraint in the result (clipping, GP, then the constructions)."""
     plt = _pyplot()
     s = result["settings"]
     sets = list(result["fig1a"])
-    fig, axes = plt.subplots(2, len(sets), figsize=(3.2 * len(sets), 6.4), dpi=64, squeeze=False)
+    kinds = list(result["fig1a"][sets[0]])
+    fig, axes = plt.subplots(
+        len(kinds), len(sets), figsize=(3.2 * len(sets), 3.2 * len(kinds)), dpi=64, squeeze=False
+    )
     xs = np.linspace(-s["lim"], s["lim"], s["grid"])
     for col, toy_set in enumerate(sets):
-        for row, kind in enumerate(("weight_clip", "gradient_penalty")):
+        for row, kind in enumerate(kinds):
             panel = result["fig1a"][toy_set][kind]
             ax = axes[row][col]
             ax.contour(
@@ -37,10 +45,10 @@ def plot_fig1a(result: dict, path) -> None:
             ax.set_aspect("equal")
             ax.set_xticks([])
             ax.set_yticks([])
-            if row == 1:
+            if row == len(kinds) - 1:
                 ax.set_xlabel(TOY_LABELS.get(toy_set, toy_set))
             if col == 0:
-                ax.set_ylabel(ROW_LABELS[kind])
+                ax.set_ylabel(ROW_LABELS.get(kind, kind))
     fig.suptitle("Fig. 1a: optimal-critic value surfaces (orange real, green real + N(0,1))")
     fig.tight_layout()
     fig.savefig(path)

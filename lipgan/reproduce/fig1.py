@@ -83,10 +83,21 @@ QUICK = Settings(a_steps=100, grid=64, points=256, b_iterations=5, b_n_critic=1,
 
 
 # -- 1a -------------------------------------------------------------------------------------------
-def _constraint(kind: str, c: float | None = None):
-    from lipgan.constraints import GradientPenalty, WeightClip
+#: Fig. 1a rows: the paper's two, then the certified constructions (an addition to the paper).
+FIG1A_KINDS = ("weight_clip", "gradient_penalty", "bjorck", "aol")
+#: Critic activation per row: a construction keeps ‖∇D‖ = 1 only with a norm-preserving
+#: activation (LNets' MaxMin); the paper's rows keep its ReLU critic.
+FIG1A_ACTIVATION = {"bjorck": "maxmin", "aol": "maxmin"}
 
-    return WeightClip(c=c) if kind == "weight_clip" else GradientPenalty(weight=TOY_GP_WEIGHT)
+
+def _constraint(kind: str, c: float | None = None):
+    from lipgan import constraints
+
+    if kind == "weight_clip":
+        return constraints.WeightClip(c=c)
+    if kind == "gradient_penalty":
+        return constraints.GradientPenalty(weight=TOY_GP_WEIGHT)
+    return {"bjorck": constraints.Bjorck, "aol": constraints.AOL}[kind]()
 
 
 def _optimizer(kind: str, lr: float):
@@ -109,8 +120,15 @@ def train_critic_against_fixed_generator(toy_set: str, kind: str, s: Settings):
     sampler = SAMPLERS[toy_set]
     rng = np.random.default_rng(s.seed)
     keras.utils.set_random_seed(s.seed)
-    critic = mlp_critic((2,), width=s.a_width, depth=s.a_depth, kernel_initializer=s.a_init)
+    critic = mlp_critic(
+        (2,),
+        width=s.a_width,
+        depth=s.a_depth,
+        kernel_initializer=s.a_init,
+        activation=FIG1A_ACTIVATION.get(kind, "relu"),
+    )
     constraint = _constraint(kind, s.a_clip_c)
+    critic = constraint.wrap_critic(critic)
     optimizer = _optimizer(kind, s.a_clip_lr if kind == "weight_clip" else s.a_gp_lr)
     optimizer.build(critic.trainable_variables)
 
@@ -163,7 +181,7 @@ def fig1a(s: Settings, log: Callable[[str], None]) -> dict:
         rng = np.random.default_rng(s.seed + 1)
         real = SAMPLERS[toy_set](s.points, rng)
         fake = fixed_generator(real, rng)
-        for kind in ("weight_clip", "gradient_penalty"):
+        for kind in FIG1A_KINDS:
             started = time.perf_counter()
             critic, loss = train_critic_against_fixed_generator(toy_set, kind, s)
             _, _, values = critic_surface(critic, s.lim, s.grid)

@@ -86,7 +86,11 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
         tf.config.threading.set_inter_op_parallelism_threads(threads)
     spec = Cell(**{**cell, "bindings": tuple(cell.get("bindings", ()))})
     gin_files, bindings = spec.gin()
-    config.parse(gin_files, bindings, load_registry().registry)
+    registry = load_registry().registry
+    # --steps shortens the run: stretch the config's learning-rate decay to match (bindings the
+    # user passed with --bind come last and still win).
+    schedule = config.stretched_schedules(gin_files, spec.steps, registry)
+    config.parse(gin_files, schedule + bindings, registry)
     timing = Timing()
     started = time.perf_counter()
     config.train_configured(run_dir=run_dir, progress=timing)  # exactly what `lipgan run` does

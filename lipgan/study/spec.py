@@ -23,6 +23,18 @@ DATASETS = {
     "digits": ("wgangp_digits.gin", None),
 }
 
+#: Where a constraint's paper prescribes its own optimizer, its cells use it instead of the data
+#: set config's Adam: weight clipping with RMSProp(5e-5) for both networks (Arjovsky et al. 2017,
+#: Algorithm 1, as in gan_toy.py's WGAN mode and wgan_clip_toy.gin). ``--bind`` still wins.
+PAPER_OPTIMIZERS = {
+    "weight_clip": (
+        "train.critic_optimizer = @critic/RMSprop",
+        "train.generator_optimizer = @generator/RMSprop",
+        "critic/RMSprop.learning_rate = 5e-5",
+        "generator/RMSprop.learning_rate = 5e-5",
+    ),
+}
+
 #: ``--quick``: the grid a test can afford (a few minutes on 2 idle cores).
 QUICK = {"seeds": 2, "steps": 100, "datasets": ["8gaussians"]}
 
@@ -87,8 +99,12 @@ class Cell:
             )
         config, dataset_name = DATASETS[self.dataset]
         name, kwargs = parse_spec(self.constraint)
-        bindings = [f"train.constraint = @{name}()"]
-        bindings += [f"{name}.{key} = {value!r}" for key, value in kwargs.items()]
+        bindings = [f"train.constraint = @{name}()", *PAPER_OPTIMIZERS.get(name, ())]
+        # ``key=value`` sets the constraint's own parameter; a dotted key is a whole binding
+        # (``bjorck:mlp_critic.activation=maxmin`` pairs the construction with its activation).
+        bindings += [
+            f"{key if '.' in key else f'{name}.{key}'} = {value!r}" for key, value in kwargs.items()
+        ]
         if dataset_name:
             bindings.append(f"dataset.name = {dataset_name!r}")
         bindings += [f"train.seed = {self.seed}", f"train.steps = {self.steps}"]
@@ -96,8 +112,22 @@ class Cell:
 
 
 def default_constraints(registry) -> list[str]:
-    """Every registered constraint except ``none`` (built-ins and installed plugins alike)."""
-    return [name for name in registry.names("constraint") if name != "none"]
+    """Every registered constraint except ``none`` (built-ins and installed plugins alike).
+
+    A construction that names a ``recommended_activation`` (bjorck and aol: MaxMin) is paired with
+    it on the shipped critics, as its paper trains it.
+    """
+    specs = []
+    for name in registry.names("constraint"):
+        if name == "none":
+            continue
+        activation = getattr(registry.get("constraint", name), "recommended_activation", None)
+        specs.append(
+            f"{name}:mlp_critic.activation={activation},dcgan_critic.activation={activation}"
+            if activation
+            else name
+        )
+    return specs
 
 
 def check_spec(spec: StudySpec) -> None:
