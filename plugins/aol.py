@@ -8,6 +8,12 @@ over the kernel's autocorrelation ``PᵀP`` (:func:`lipgan.reparametrized.conv_g
 scale per input channel; it is valid for any stride, padding and dilation (a stride or padding only
 removes rows of the convolution's matrix). The rescaling is recomputed from the raw kernel at every
 call, gradients flow through it, and nothing is assigned, so replicas need no sync.
+
+Dense kernels start orthogonal (as Björck's): AOL's rescaling is exact for an orthogonal kernel,
+so the critic starts with ‖∇D‖ near 1. With a random (He/Glorot) start each rescaled layer shrinks
+most directions by about 1/sqrt(width), and a MaxMin critic trained against Fig. 1a's fixed
+generator for 30 steps still had ‖∇D‖ ≈ 0.09 at its interpolates (``tests/test_fig1.py``).
+Conv2D kernels keep the critic's own initializer.
 """
 
 import keras
@@ -54,7 +60,12 @@ class AOL(KernelConstruction):
     )
 
     def wrap_layer(self, layer):
-        if isinstance(layer, keras.layers.Dense | keras.layers.Conv2D):
+        if isinstance(layer, keras.layers.Dense):
+            # Orthogonal start: the rescaling of an orthogonal W is exact (D = I), so the layer
+            # begins as an isometry instead of a random kernel shrunk by ~1/sqrt(width).
+            copy = fresh_copy(layer, kernel_initializer="orthogonal")
+            return AOLRescaled(copy, name=f"aol_{layer.name}")
+        if isinstance(layer, keras.layers.Conv2D):
             return AOLRescaled(fresh_copy(layer), name=f"aol_{layer.name}")
         if "Conv" in type(layer).__name__:
             raise ConfigError(
