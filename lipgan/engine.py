@@ -203,7 +203,8 @@ class WGAN:
                 f"train.global_batch_size={config.global_batch_size} is not divisible by the "
                 f"{self.num_replicas} replicas of this strategy; use a multiple of {self.num_replicas}"
             )
-        self.use_xla = resolve_jit_compile(config.jit_compile, strategy)
+        # Checked before the models are built (a bad setting fails fast), resolved after.
+        resolve_jit_compile(config.jit_compile, strategy)
         if config.mixed_precision == "mixed_bfloat16":
             check_bfloat16_support()
         # Models are built under the precision policy: bf16 compute, float32 variables. The model
@@ -214,6 +215,9 @@ class WGAN:
             # Once, at build time, whatever the constraint: see lipgan.models.checks.
             warn_if_batch_norm(self.critic, constraint.name or type(constraint).__name__)
             self.generator = generator(self.data_shape)
+            self.use_xla = resolve_jit_compile(
+                config.jit_compile, strategy, (self.critic, self.generator)
+            )
             self.critic_optimizer = critic_optimizer()
             self.generator_optimizer = generator_optimizer()
             # Built eagerly, in scope, before the first step: Keras 3 + MirroredStrategy otherwise

@@ -1,8 +1,12 @@
 """Whether the per-replica training function is XLA-compiled: ``train.jit_compile``.
 
 Keras' own ``jit_compile="auto"`` (keras ``trainers/trainer.py``, ``_resolve_auto_jit_compile``)
-turns XLA off on machines without GPU/TPU. lipgan measured XLA faster on CPU too (the toy GP
-iteration, benchmarks/RESULTS.md), so its ``'auto'`` compiles wherever lipgan has checked that it works.
+turns XLA off on machines without GPU/TPU. lipgan measured on CPU (benchmarks/RESULTS.md, one bench
+run, 2-core AMD EPYC): XLA is as fast or faster for dense (MLP) critics (toy GP iteration 1,454 vs
+1,437 examples/s; 4,467 vs 3,080 on a 2-core AVX-512 machine) but about 4x *slower* for
+convolutional ones (DCGAN GP iteration 4 vs 19 examples/s: XLA's CPU convolutions do not use the
+oneDNN kernels TensorFlow's own ops use). So its ``'auto'`` compiles where lipgan has checked that
+XLA works and is not slower: not for convolutional models on CPU.
 """
 
 from __future__ import annotations
@@ -22,10 +26,27 @@ def _local_device_types(strategy: tf.distribute.Strategy) -> list[str]:
     return [tf.DeviceSpec.from_string(d).device_type or "CPU" for d in devices]
 
 
-def resolve_jit_compile(setting, strategy: tf.distribute.Strategy) -> bool:
+def _has_convolution(models) -> bool:
+    """Whether any layer of ``models`` (wrappers' inner layers included) is a convolution."""
+    return any(
+        "Conv" in type(layer).__name__
+        for model in models
+        for layer in model._flatten_layers(include_self=True, recursive=True)
+    )
+
+
+def _runs_on_cpu(types: list[str]) -> bool:
+    if types:
+        return all(t == "CPU" for t in types)
+    # The default strategy places ops on the first GPU/TPU when there is one.
+    return not (tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"))
+
+
+def resolve_jit_compile(setting, strategy: tf.distribute.Strategy, models=()) -> bool:
     """``True`` when the per-replica function is to be XLA-compiled under ``strategy``.
 
-    ``setting`` is ``train.jit_compile``: ``True``, ``False`` or ``'auto'``. The cases:
+    ``setting`` is ``train.jit_compile``: ``True``, ``False`` or ``'auto'``; ``models`` are the
+    critic and generator (``'auto'`` looks at their layers). The cases:
 
     * ``False``: never XLA.
     * TPU strategies: always XLA (TPUs only run compiled code, whatever the setting asks for).
@@ -37,7 +58,9 @@ def resolve_jit_compile(setting, strategy: tf.distribute.Strategy) -> bool:
       SGD, 2 logical CPUs, TF 2.x here) ran with XLA on the gradient computation only and
       ``apply_gradients`` outside it; splitting the engine's step that way is future work.
     * One replica in this process (default strategy, OneDevice, mirrored with one device): XLA.
-      Tested on CPU with numbers equal to ``tf.function`` (tests/test_distributed.py).
+      Tested on CPU with numbers equal to ``tf.function`` (tests/test_distributed.py). Except
+      ``'auto'`` with a convolutional model on CPU: ``tf.function``, measured 4x faster there
+      (module docstring); ``True`` still compiles.
     * Several local GPUs (mirrored) and multi-worker strategies: ``'auto'`` keeps ``tf.function``
       because lipgan has not measured XLA there (no accelerator or multi-worker XLA run yet);
       ``True`` is allowed (Keras runs XLA per replica under MirroredStrategy on GPUs).
@@ -60,4 +83,6 @@ def resolve_jit_compile(setting, strategy: tf.distribute.Strategy) -> bool:
         return False
     if setting is True:
         return True
+    if _runs_on_cpu(types) and _has_convolution(models):
+        return False
     return len(types) <= 1 and not multi_worker

@@ -5,6 +5,8 @@ import tensorflow as tf
 
 from lipgan.errors import ConfigError
 from lipgan.jit import resolve_jit_compile
+from lipgan.models.dcgan import dcgan_critic, dcgan_generator
+from lipgan.models.mlp import mlp_critic, mlp_generator
 from tests.conftest import run_python
 
 
@@ -15,6 +17,17 @@ def test_auto_compiles_on_one_device_and_false_never_does():
     assert resolve_jit_compile(False, strategy) is False
     one_device = tf.distribute.OneDeviceStrategy("/cpu:0")
     assert resolve_jit_compile("auto", one_device) is True
+
+
+def test_auto_keeps_tf_function_for_convolutional_models_on_cpu():
+    # Measured (lipgan/jit.py docstring, benchmarks/dcgan_iteration): XLA's CPU convolutions made the
+    # DCGAN GP iteration ~4x slower, while the MLP critic is as fast or faster with XLA.
+    strategy = tf.distribute.get_strategy()
+    mlp = (mlp_critic((2,)), mlp_generator((2,)))
+    dcgan = (dcgan_critic((32, 32, 3)), dcgan_generator((32, 32, 3)))
+    assert resolve_jit_compile("auto", strategy, mlp) is True
+    assert resolve_jit_compile("auto", strategy, dcgan) is False
+    assert resolve_jit_compile(True, strategy, dcgan) is True
 
 
 @pytest.mark.parametrize("bad", ["yes", "xla", 2, None])
