@@ -30,7 +30,7 @@ if runs:
         text=True,
         check=True,
     ).stdout
-    parts.append("## Targets (tf.function, CPU)\n\n" + targets)
+    parts.append("## Targets (CPU)\n\n" + targets)
 analysis = root / "ANALYSIS.md"
 if analysis.exists():
     parts.append(analysis.read_text())

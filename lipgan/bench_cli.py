@@ -129,7 +129,8 @@ def bench(
     'function' row is Keras' compile defaults, jit_compile='auto', its 'xla' row jit_compile=True);
     GFLOP/call and GFLOP/s (graph-counted FLOPs); % probe: GFLOP/s as a fraction of a float32
     matmul of the critic's own dense layer shapes at this batch (forward + both backward matmuls,
-    XLA, measured in the same run; '–' for conv-only critics); % peak: fraction of a large
+    TensorFlow's own kernels, best of 5 windows, measured in the same run; '–' for critics with
+    convolutions); % peak: fraction of a large
     2048x2048 float32 matmul (bf16 rows are compared with the float32 figures); first call s
     (compile + first step); peak MiB.
     """

@@ -5,25 +5,38 @@ from __future__ import annotations
 import platform
 from pathlib import Path
 
+#: CPU flags from the widest to the narrowest matmul path; :func:`machine` reports the first present.
+SIMD_LEVELS = ("amx_bf16", "avx512_bf16", "avx512f", "avx2", "avx", "asimd")
+
 
 def machine() -> dict:
-    """What the figures were measured on: CPU model and count, accelerators, TF and Keras versions."""
+    """What the figures were measured on: CPU model, its widest matmul instructions and count,
+    accelerators, TF and Keras versions.
+
+    The model name alone does not say it: this project's 2-core "AMD EPYC" machines come with and
+    without AVX-512 (one without measured 87 GFLOP/s on a 2048² float32 matmul; issue #17 quotes
+    ~400 for one with it), and native bf16 exists only on the former.
+    """
     import os
 
     import keras
     import tensorflow as tf
 
-    cpu = platform.processor() or "unknown"
+    cpu, flags = platform.processor() or "unknown", set()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
+            elif line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+            if flags and cpu != "unknown":
                 break
     except OSError:
         pass
     accelerators = [d.name for d in tf.config.list_logical_devices() if d.device_type != "CPU"]
     return {
         "cpu": cpu,
+        "simd": next((f for f in SIMD_LEVELS if f in flags), "unknown"),
         "nproc": os.cpu_count(),
         "accelerators": accelerators or ["none"],
         "tensorflow": tf.__version__,

@@ -46,6 +46,9 @@ PACGAN = {
         ("PacGAN4", "24.8±0.2", "93.6±0.6", "0.04±0.01"),
     ],
 }
+#: PacGAN's training for those rows (fjxmlzn/PacGAN, synthetic_data_experiments/2DRing_GAN&PacGAN
+#: and 2DGrid_GAN&PacGAN config.py: num_epoch 400 over num_sample 100,000 at batch_size 100).
+PACGAN_BUDGET = "400 epochs of 100,000 samples at batch 100, i.e. 400,000 generator updates"
 
 COLLAPSE_KL = 1.0
 
@@ -141,8 +144,8 @@ def markdown(spec: dict, results: list[dict], command: str = "") -> str:
         if dataset in PACGAN:
             lines += [
                 "",
-                "PacGAN (Lin et al. 2018, Table 1; their own, much longer training, not the same "
-                f"training as above, whose budget is {spec['steps']} iterations):",
+                f"PacGAN (Lin et al. 2018, Table 1; their own training, {PACGAN_BUDGET}: not "
+                f"the same training as above, whose budget is {spec['steps']} iterations):",
                 "",
                 "| method | modes captured | high quality % | reverse KL |",
                 "|---|---|---|---|",
