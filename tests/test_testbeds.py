@@ -36,11 +36,13 @@ def test_batch_norm_critic_reads_differently_in_each_mode_and_layer_norm_does_no
     from lipgan.testbeds import critic_gaps, normalized_critic
 
     gaps = {}
-    for kind in ("batch", "layer"):
+    # The layer-norm critic approaches the optimum more slowly than the plain MLP: at 150
+    # iterations it read 3.27 on an AVX-512 machine (5.2 % short), at 300 it reads 3.53 (2.5 %).
+    for kind, iterations in (("batch", 150), ("layer", 300)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the engine's batch-norm warning
             result = fit_critic(
-                GradientPenalty(weight=10.0), iterations=150, critic=normalized_critic(kind)
+                GradientPenalty(weight=10.0), iterations=iterations, critic=normalized_critic(kind)
             )
         gaps[kind] = critic_gaps(result.wgan.critic)
     layer = gaps["layer"]
@@ -48,8 +50,13 @@ def test_batch_norm_critic_reads_differently_in_each_mode_and_layer_norm_does_no
     assert layer["separate"] == pytest.approx(layer["inference"], rel=1e-3)
     assert layer["inference"] == pytest.approx(gp_optimum(10.0)[1], rel=0.05)
     batch = gaps["batch"]
+    # The loss reads the batch-norm critic on concat(real, fake) and sees a gap far beyond what
+    # the penalty (taken in inference mode) allows: measured 65 and 75 on two seeds vs 3.45.
+    assert batch["concat"] > 3 * gp_optimum(10.0)[1]
     assert abs(batch["concat"] - batch["inference"]) > 0.5 * abs(batch["inference"])
-    assert abs(batch["separate"]) < 0.2 * abs(batch["inference"])  # each batch centred on its own
+    # Each batch alone is centred on its own statistics, so two separate calls read almost no gap
+    # (measured 0.03 and -0.008; the inference reading varies by seed, 0.04 to 3.7).
+    assert abs(batch["separate"]) < 0.02 * batch["concat"]
 
 
 def test_dual_problems_closed_form_w1():
