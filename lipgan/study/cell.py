@@ -3,7 +3,9 @@
 Trains through the same path as ``lipgan run`` (gin config -> ``train``; re-running on the run dir
 resumes from its checkpoint), then evaluates the latest checkpoint on the PacGAN protocol's 2,500
 samples and writes ``result.json`` (and ``samples.npy`` for the study's scatter plots) in the run
-dir. A failure of any kind is written there as ``status: failed`` with its first line, exit 1.
+dir. A failure of any kind is written there as ``status: failed`` with its first line, exit 1. A
+SIGINT/SIGTERM stop writes no result: the run saves its checkpoint and the process exits 128 +
+signal, leaving the cell unfinished for the study's resume.
 
 Time per iteration comes from the progress callbacks of the run itself: the wall time between the
 end of the first compiled call and the end of the last one, over the iterations in between, so
@@ -15,12 +17,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from lipgan.errors import Interrupted
 from lipgan.progress import Progress
 
 
@@ -121,6 +125,14 @@ def main(argv: list[str]) -> int:
     try:
         result = run_cell(cell, run_dir)
         code = 0
+    except Interrupted as exc:
+        # A signal stop is no result: the run dir keeps its checkpoint and the cell stays
+        # unfinished, so re-running the study resumes it (the runner reads the exit status).
+        print(f"{exc.prefix}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:  # SIGINT before training installed its handlers, or during eval
+        print("Stopped: SIGINT", file=sys.stderr)
+        return 128 + signal.SIGINT
     except BaseException as exc:  # any failure is the cell's result, never the study's
         text = str(exc).strip().splitlines()
         message = f"{type(exc).__name__}: {text[0] if text else ''}".strip()

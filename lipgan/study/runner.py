@@ -13,16 +13,19 @@ from the latest checkpoint as ``lipgan run`` does.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from lipgan.errors import ConfigError
+from lipgan.errors import ConfigError, Interrupted
 from lipgan.study.spec import Cell, StudySpec, check_spec, dumps
 
 
@@ -62,7 +65,62 @@ def _check_out(out: Path, spec: StudySpec, force: bool) -> None:
     path.write_text(dumps(spec.as_dict()))
 
 
-def run_cell_process(out: Path, cell: Cell, threads: int) -> dict:
+#: Exit statuses of a cell stopped by a signal (lipgan's graceful stop exits 128 + signal; a
+#: negative status is Python's "killed by this signal"): such a cell is unfinished, not failed.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_STATUSES = {128 + signal.SIGINT, 128 + signal.SIGTERM, -signal.SIGINT, -signal.SIGTERM}
+
+
+class CellProcesses:
+    """The live cell processes of one study, and the study-wide stop request.
+
+    Each cell runs in its own session, so a terminal's Ctrl-C reaches only the study process; the
+    study then sends each running cell one SIGTERM (the cell saves its checkpoint and exits
+    143), starts no new cell, and stops with :class:`~lipgan.errors.Interrupted`. Re-running the
+    same command resumes. A second signal is forwarded as it is (the cells abort at once).
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._live: set[subprocess.Popen] = set()
+        self.signum: int | None = None
+
+    def request_stop(self, signum: int, frame=None) -> None:
+        forward = signal.SIGTERM if self.signum is None else signum
+        self.signum = self.signum or signum
+        with self._lock:
+            for proc in self._live:
+                if proc.poll() is None:
+                    proc.send_signal(forward)
+
+    def run(self, args: list[str], env: dict) -> subprocess.CompletedProcess | None:
+        """Run one cell to its end; None when a stop was requested before it could start."""
+        with self._lock:
+            if self.signum is not None:
+                return None
+            proc = subprocess.Popen(
+                args,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+            self._live.add(proc)
+        try:
+            stdout, stderr = proc.communicate()
+        finally:
+            with self._lock:
+                self._live.discard(proc)
+        return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
+
+
+def run_cell_process(
+    out: Path, cell: Cell, threads: int, processes: CellProcesses | None = None
+) -> dict | None:
+    """Run ``cell`` in its own process; its result, or None when it was stopped by a signal (or
+    never started because the study is stopping): an unfinished cell, resumed by a re-run."""
+    processes = processes or CellProcesses()
     run_dir = cell_dir(out, cell)
     run_dir.mkdir(parents=True, exist_ok=True)
     cell_file = run_dir / "cell.json"
@@ -70,14 +128,16 @@ def run_cell_process(out: Path, cell: Cell, threads: int) -> dict:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"))
     if threads:
         env["LIPGAN_STUDY_THREADS"] = str(threads)
-    proc = subprocess.run(
-        [sys.executable, "-m", "lipgan.study.cell", str(cell_file), str(run_dir)],
-        env=env,
-        capture_output=True,
-        text=True,
+    proc = processes.run(
+        [sys.executable, "-m", "lipgan.study.cell", str(cell_file), str(run_dir)], env
     )
-    (run_dir / "cell.log").write_text(proc.stdout + proc.stderr)
+    if proc is None:
+        return None
+    with open(run_dir / "cell.log", "a") as log:  # appended: a resumed cell keeps both parts
+        log.write(proc.stdout + proc.stderr)
     result = load_result(out, cell)
+    if result is None and proc.returncode in STOP_STATUSES:
+        return None
     if result is None:  # the process died before writing its result (killed, segfault...)
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
         message = lines[-1] if lines else f"exit code {proc.returncode}"
@@ -120,15 +180,43 @@ def run_cells(
             results[cell] = result
     total, started = len(cells), time.perf_counter()
     log(f"study: {total} cells, {len(results)} already finished, {len(todo)} to run, {jobs} jobs")
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_cell_process, out, cell, threads): cell for cell in todo}
+    processes = CellProcesses()
+    with _forwarding_signals(processes), ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {
+            pool.submit(run_cell_process, out, cell, threads, processes): cell for cell in todo
+        }
         for n, future in enumerate(as_completed(futures), 1):
-            cell = futures[future]
-            results[cell] = result = future.result()
+            cell, result = futures[future], future.result()
+            if result is None:
+                log(f"[{len(results)}/{total}] {cell.name}: stopped, resumable")
+                continue
+            results[cell] = result
             state = "ok" if result["status"] == "ok" else f"FAILED ({result.get('error')})"
             elapsed = time.perf_counter() - started
             log(
                 f"[{len(results)}/{total}] {cell.name}: {state}  "
                 f"elapsed {elapsed:.0f}s  ETA {_eta(n, len(todo), elapsed)}"
             )
+    if processes.signum is not None or len(results) < total:
+        signum = processes.signum or signal.SIGTERM
+        raise Interrupted(
+            f"{signal.Signals(signum).name}: the study stopped with {len(results)} of {total} "
+            f"cells finished; run the same command again to resume ({out})",
+            128 + signum,
+        )
     return [results[cell] for cell in cells]
+
+
+@contextlib.contextmanager
+def _forwarding_signals(processes: CellProcesses):
+    """SIGINT/SIGTERM to the study become a stop request forwarded to its cells (main thread
+    only, as Python allows; the previous handlers are restored afterwards)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, processes.request_stop) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
