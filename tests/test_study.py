@@ -217,3 +217,17 @@ def test_a_signalled_study_stops_its_cells_and_the_same_command_resumes_them(tmp
         # continued from the checkpoint: the steps before it were not trained (or logged) twice
         assert logged == sorted(set(logged)) and logged[-1] == steps
         assert 0 < stop_step < steps
+
+
+def test_digits_cells_pick_the_median_seed_by_fd_and_show_an_image_grid():
+    import numpy as np
+
+    cells = [
+        {"status": "ok", "metrics": {"digits_fd": fd}, "cell": {"seed": k}}
+        for k, fd in enumerate([9.0, 3.0, 5.0])
+    ]
+    assert report._median_cell(cells)["cell"]["seed"] == 2  # FD 5.0, the middle one
+    images = np.stack([np.full((4, 4, 1), v, np.float32) for v in (-1.0, 1.0, 0.0)])
+    grid = report._image_grid(images, columns=2)
+    assert grid.shape == (8, 8)  # 2 rows of 2 columns of 4x4, the empty slot left white
+    assert grid[0, 0] == 0.0 and grid[0, 4] == 1.0 and grid[4, 0] == 0.5 and grid[4, 4] == 1.0

@@ -105,6 +105,8 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
     fake = trainer.sample(spec.eval_samples)  # the same fixed-noise samples evaluate() used
     if trainer.wgan.data_shape == (2,):
         np.save(run_dir / "samples.npy", np.asarray(fake, np.float32))
+    else:  # images: the first 64 for the report's sample grid
+        np.save(run_dir / "samples.npy", np.asarray(fake[:64], np.float32))
     if "digits_fd" in metrics:
         metrics.update(class_metrics(fake, getattr(trainer.dataset, "data_dir", None)))
     per_iteration, includes_compile = timing.per_iteration()

@@ -162,17 +162,34 @@ def markdown(spec: dict, results: list[dict], command: str = "") -> str:
     return "\n".join(lines)
 
 
+#: The metric that picks a constraint's median seed for the figure: W1 (toys), FD (digits).
+MEDIAN_BY = ("w1", "digits_fd")
+
+
 def _median_cell(results: list[dict]) -> dict | None:
-    """The seed with the median W1 (the lower middle one for an even count)."""
-    ok = [r for r in results if r["status"] == "ok" and "w1" in (r.get("metrics") or {})]
-    if not ok:
-        return None
-    ok.sort(key=lambda r: r["metrics"]["w1"])
-    return ok[(len(ok) - 1) // 2]
+    """The seed with the median W1, or FD for images (the lower middle one for an even count)."""
+    for key in MEDIAN_BY:
+        ok = [r for r in results if r["status"] == "ok" and key in (r.get("metrics") or {})]
+        if ok:
+            ok.sort(key=lambda r: r["metrics"][key])
+            return ok[(len(ok) - 1) // 2]
+    return None
+
+
+def _image_grid(images: np.ndarray, columns: int = 8) -> np.ndarray:
+    """``(n, h, w, c)`` images in [-1, 1] as one ``(rows*h, columns*w, c)`` array in [0, 1]."""
+    n, h, w, c = images.shape
+    rows = -(-n // columns)
+    grid = np.ones((rows * h, columns * w, c), np.float32)
+    for k, image in enumerate(images):
+        r, q = divmod(k, columns)
+        grid[r * h : (r + 1) * h, q * w : (q + 1) * w] = (np.clip(image, -1, 1) + 1) / 2
+    return grid[..., 0] if c == 1 else grid
 
 
 def figure(path: Path, out: Path, results: list[dict]) -> None:
-    """Per data set: one scatter per constraint (median seed by W1), then a bar chart per metric."""
+    """Per data set: one scatter (toys) or image grid (digits) per constraint, median seed by W1 or
+    FD, then a bar chart per metric."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -216,8 +233,11 @@ def figure(path: Path, out: Path, results: list[dict]) -> None:
             samples = cell_dir(out, cell) / "samples.npy"
             if samples.is_file():
                 xy = np.load(samples)
-                ax.scatter(xy[:, 0], xy[:, 1], s=1, alpha=0.4)
-                ax.set_aspect("equal")
+                if xy.ndim == 4:  # images: a grid of the first 64
+                    ax.imshow(_image_grid(xy), cmap="gray", vmin=0, vmax=1)
+                else:
+                    ax.scatter(xy[:, 0], xy[:, 1], s=1, alpha=0.4)
+                    ax.set_aspect("equal")
                 ax.set_xlabel(f"seed {cell.seed}", fontsize=6)
         keys = [c for c in COLUMNS if any(c[0] in r["stats"] for r in rows.values())]
         for j, (key, title, scale, _) in enumerate(keys):
