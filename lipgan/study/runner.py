@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from lipgan.errors import ConfigError, Interrupted
+from lipgan.interrupt import SIGNALS
 from lipgan.study.spec import Cell, StudySpec, check_spec, dumps
 
 
@@ -67,7 +68,6 @@ def _check_out(out: Path, spec: StudySpec, force: bool) -> None:
 
 #: Exit statuses of a cell stopped by a signal (lipgan's graceful stop exits 128 + signal; a
 #: negative status is Python's "killed by this signal"): such a cell is unfinished, not failed.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 STOP_STATUSES = {128 + signal.SIGINT, 128 + signal.SIGTERM, -signal.SIGINT, -signal.SIGTERM}
 
 
@@ -214,7 +214,7 @@ def _forwarding_signals(processes: CellProcesses):
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {sig: signal.signal(sig, processes.request_stop) for sig in STOP_SIGNALS}
+    previous = {sig: signal.signal(sig, processes.request_stop) for sig in SIGNALS}
     try:
         yield
     finally:
