@@ -59,11 +59,20 @@ import click
 @click.option("--quiet", is_flag=True, help="No progress lines; print only the report paths.")
 def study(constraints, datasets, seeds, steps, bindings, jobs, threads, out, quick, force, quiet):
     """Train constraint × seed × data set, each cell an ordinary run; write study.json/md/png."""
+    from lipgan.bench.harness import parse_spec
+    from lipgan.errors import ConfigError
     from lipgan.plugins import load_registry
     from lipgan.study import QUICK, StudySpec, default_constraints, run_study
 
+    registry = load_registry().registry
+    known = registry.names("constraint")
+    unknown = [c for c in constraints if parse_spec(c)[0] not in known]
+    if unknown:  # refused before any cell starts, not recorded as N failed cells
+        raise ConfigError(
+            f"unknown constraint {unknown[0]!r}; registered: {', '.join(known)} (`lipgan plugins`)"
+        )
     if not constraints:
-        constraints = default_constraints(load_registry().registry)
+        constraints = default_constraints(registry)
     defaults = QUICK if quick else {"seeds": 10, "steps": 2000, "datasets": ["ring", "grid"]}
     spec = StudySpec(
         constraints=tuple(constraints),

@@ -231,3 +231,18 @@ def test_digits_cells_pick_the_median_seed_by_fd_and_show_an_image_grid():
     grid = report._image_grid(images, columns=2)
     assert grid.shape == (8, 8)  # 2 rows of 2 columns of 4x4, the empty slot left white
     assert grid[0, 0] == 0.0 and grid[0, 4] == 1.0 and grid[4, 0] == 0.5 and grid[4, 4] == 1.0
+
+
+def test_an_unknown_constraint_is_refused_before_any_cell_runs(tmp_path):
+    from click.testing import CliRunner
+
+    from lipgan.cli import cli
+
+    out = tmp_path / "never"
+    result = CliRunner().invoke(
+        cli, ["study", "--quick", "--constraint", "nosuch:x=1", "--out", out]
+    )
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert lines == [lines[0]] and "unknown constraint 'nosuch:x=1'" in lines[0]
+    assert "gradient_penalty" in lines[0] and not out.exists()
