@@ -2,7 +2,7 @@
 
 Example (the command behind ``benchmarks/RESULTS.md``)::
 
-    lipgan bench --model toy --model dcgan --mode function --out benchmarks
+    lipgan bench --model toy --model dcgan --out benchmarks
 """
 
 from __future__ import annotations
@@ -59,9 +59,13 @@ def _batches(values) -> dict[str, list[int]]:
     "--mode",
     "modes",
     multiple=True,
-    type=click.Choice(["eager", "function", "xla", "function+bf16", "xla+bf16"]),
-    help="Execution mode (repeatable; default: function): eager, tf.function, XLA; '+bf16' adds "
-    "train.mixed_precision='mixed_bfloat16' (GP norms and losses stay float32; no keras-io row).",
+    type=click.Choice(
+        ["auto", "eager", "function", "xla", "auto+bf16", "function+bf16", "xla+bf16"]
+    ),
+    help="Execution mode (repeatable; default: auto): auto is what `lipgan run` does "
+    "(train.jit_compile='auto': XLA or tf.function, each row says which), eager, tf.function, "
+    "XLA; '+bf16' adds train.mixed_precision='mixed_bfloat16' (GP norms and losses stay float32; "
+    "no keras-io row).",
 )
 @click.option(
     "--measure",
@@ -140,7 +144,7 @@ def bench(
         models=list(models) or ["toy", "dcgan"],
         constraints=list(constraints) or None,
         strategies=list(strategies) or ["default"],
-        modes=list(modes) or ["function"],
+        modes=list(modes) or ["auto"],
         batches=_batches(batches),
         measurements=list(measurements) or list(harness.MEASUREMENTS),
         keras_io=not no_keras_io,
