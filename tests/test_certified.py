@@ -83,6 +83,31 @@ def test_aol_dense_rescaling_matches_the_paper_formula_and_is_a_contraction():
     np.testing.assert_allclose(aol_rescale(tf.constant(q)).numpy(), q, atol=1e-12)
 
 
+def autocorrelation_bound_by_definition(k):
+    """``B_ij = Σ_Δ |Σ_{u,c} K[u,i,c] K[u+Δ,j,c]|``, one shift at a time (float64 numpy)."""
+    kh, kw, cin, _ = k.shape
+    b = np.zeros((cin, cin))
+    for dy in range(-kh + 1, kh):
+        for dx in range(-kw + 1, kw):
+            a = np.zeros((cin, cin))
+            for y in range(max(0, -dy), min(kh, kh - dy)):
+                for x in range(max(0, -dx), min(kw, kw - dx)):
+                    a += k[y, x] @ k[y + dy, x + dx].T
+            b += np.abs(a)
+    return b
+
+
+@pytest.mark.parametrize(
+    "shape", [(5, 5, 3, 4), (3, 4, 5, 6), (4, 3, 2, 7), (1, 3, 4, 2), (3, 1, 2, 2)]
+)
+def test_conv_autocorrelation_bound_matches_its_definition(shape):
+    from lipgan.reparametrized import conv_gram_channel_matrix
+
+    k = np.random.default_rng(8).standard_normal(shape)
+    got = conv_gram_channel_matrix(tf.constant(k)).numpy()
+    np.testing.assert_allclose(got, autocorrelation_bound_by_definition(k), rtol=1e-10)
+
+
 def conv_operator_norm(conv_layer, kernel, image_shape, iterations=300):
     """The spectral norm of ``x ↦ conv(x, kernel)`` by power iteration on the operator."""
     v = tf.random.stateless_normal((1, *image_shape), seed=[0, 0], dtype=kernel.dtype)
