@@ -30,7 +30,10 @@ the series of λ^(−1/2)), and order 1 maps every σ ≤ 2 into (0, 1]: σ²g(�
   sum of its Gram matrix) exceeds 3.9, so the step's result has σ ≤ 1 whatever the optimizer did.
   The critic that is trained, saved and evaluated is therefore the certified one; nothing else
   is kept. The new kernel is replica 0's on every replica (an all-reduce, as spectral norm's ``u``),
-  so the replicas' copies cannot drift apart.
+  so the replicas' copies cannot drift apart. A step is skipped when ‖I − WᵀW‖_F is already below
+  :data:`PROJECTION_TOLERANCE` (σ ≤ 1 + 5e-5), so a converged kernel is left exactly as it is. A
+  loop of one's own (not lipgan's engine) must call ``after_update`` after each optimizer step,
+  as for ``weight_clip``; ``lipschitz_bound`` reports what it gets if not.
 * ``iterations`` (default 0): steps in the forward pass with gradients through them (LNets'
   original scheme; deel-lip's ``bjorck_normalization`` is the Keras 2 form). With ``projection = 0``
   the raw kernel is first divided by ``min(‖W‖_F, sqrt(‖W‖₁‖W‖_∞))``, a bound on its largest
