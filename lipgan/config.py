@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.resources
+import inspect
 import logging
 import re
 import tokenize
@@ -105,6 +106,43 @@ def train_configured(*, run_dir, force: bool = False, progress=None):
         config_text=gin.config_str(),
         operative_config=gin.operative_config_str,
     )
+
+
+def fit_configured(trainer, *, run_dir, progress=None):
+    """:func:`train_configured` for a trainer already built by :func:`build_trainer`: the same
+    ``fit`` call with the same gin record, for a caller that needs the trainer while it trains
+    (the study's cells evaluate between compiled calls, ``lipgan.study.cell``)."""
+    from lipgan import run
+
+    values = gin.get_bindings(run.train)
+    run.check_parameter_types(values)
+
+    def operative() -> str:
+        # gin records a configurable's parameters when gin calls it; ``train`` was not called
+        # here, so its bound values are appended as the config states them.
+        bound = [line for line in gin.config_str().splitlines() if line.startswith("train.")]
+        return (
+            gin.operative_config_str() + "\n# Parameters for train (as bound):\n" + "\n".join(bound)
+        )
+
+    return trainer.fit(
+        int(values.get("steps", inspect.signature(run.train).parameters["steps"].default)),
+        run_dir=str(run_dir),
+        progress=progress,
+        config_text=gin.config_str(),
+        operative_config=operative,
+    )
+
+
+def query(gin_files: list[str], name: str, registry: Registry):
+    """The value that ``gin_files`` bind to ``name`` (e.g. ``train.steps``); leaves gin cleared."""
+    parse(gin_files, [], registry)
+    try:
+        return gin.query_parameter(name)
+    except ValueError:
+        raise ConfigError(f"{', '.join(gin_files)} binds no {name}") from None
+    finally:
+        gin.clear_config()
 
 
 def build_trainer():
