@@ -222,8 +222,8 @@ def _object_settings(obj) -> dict:
     """
     params = {k: v for k, v in vars(obj).items() if not k.startswith("_")}
     arguments = getattr(obj, "arguments", None)
-    if arguments is not None:
-        params["arguments"] = arguments
+    if arguments is not None:  # those the public attributes of the same name do not already show
+        params["arguments"] = {k: v for k, v in arguments.items() if k not in params}
     return _plain({"class": getattr(obj, "name", "") or type(obj).__qualname__, **params})
 
 

@@ -240,7 +240,7 @@ def test_a_private_constructor_argument_is_part_of_the_settings(tmp_path):
 
     data = lambda: tf.data.Dataset.from_tensor_slices(points())  # noqa: E731
     small_trainer(data(), PrivateWeight(0.1)).fit(1, run_dir=tmp_path, progress=lipgan_quiet())
-    with pytest.raises(RunDirError, match=r"constraint\.arguments\.w: 0\.1 -> 50\.0"):
+    with pytest.raises(RunDirError, match=r"constraint\.arguments\.w: 0\.1 -> 50\b"):
         small_trainer(data(), PrivateWeight(w=50)).fit(2, run_dir=tmp_path, progress=lipgan_quiet())
 
 
@@ -441,7 +441,7 @@ def test_a_broken_study_spec_is_one_line_and_rewritten_atomically(tmp_path):
 
     spec = StudySpec(constraints=("none",), datasets=("ring",), seeds=1, steps=10)
     (tmp_path / "spec.json").write_text('{"datasets": ["ri')
-    with pytest.raises(lipgan.errors.ConfigError, match=r"spec.json holds unreadable \\("):
+    with pytest.raises(lipgan.errors.ConfigError, match=r"spec.json holds unreadable \("):
         _check_out(tmp_path, spec, force=False)
     _check_out(tmp_path, spec, force=True)
     assert json.loads((tmp_path / "spec.json").read_text()) == spec.as_dict()
