@@ -27,7 +27,14 @@ import tensorflow as tf
 
 from lipgan.checkpoint import RunCheckpoint, checkpointable
 from lipgan.engine import METRICS, StepConfig
-from lipgan.errors import CheckpointError, ConfigError, Interrupted, NonFiniteLossError
+from lipgan.errors import (
+    CheckpointError,
+    ConfigError,
+    DatasetError,
+    Interrupted,
+    LipganError,
+    NonFiniteLossError,
+)
 from lipgan.interrupt import StopRequests
 from lipgan.progress import Progress
 from lipgan.rundir import SAMPLES, RunDir
@@ -157,6 +164,36 @@ def trainer_from_settings(settings: dict) -> Trainer:
         intervals=Intervals(**{f.name: values[f.name] for f in dataclasses.fields(Intervals)}),
         checkpoint_input=values["checkpoint_input"],
         inception_weights=values["inception_weights"],
+    )
+
+
+def op_error_cause(exc: tf.errors.OpError) -> str:
+    """The line of a TensorFlow runtime error that says what failed.
+
+    A compiled call's error reads "Graph execution error:", then the Python stack of the op, then
+    the cause, then ``[[{{node ...}}]]``: the cause is the line before the first node marker.
+    """
+    lines = [ln.strip() for ln in str(exc.message).splitlines() if ln.strip()]
+    for i, line in enumerate(lines):
+        if line.startswith("[[") and i:
+            return lines[i - 1]
+    return lines[-1] if lines else type(exc).__name__
+
+
+def runtime_error(exc: tf.errors.OpError, done: int, kept: str | None) -> LipganError:
+    """One line for a data or cluster failure in the middle of training (was only "Graph
+    execution error"): what failed, and what to do."""
+    cause = op_error_cause(exc)
+    resume = f"the last checkpoint {kept} is kept" if kept else "no checkpoint was written"
+    if isinstance(exc, tf.errors.DataLossError):
+        return DatasetError(
+            f"the input data is damaged ({cause}) after step {done}; {resume}; rebuild or "
+            "re-download the dataset (a truncated TFDS shard: delete its folder and prepare it "
+            "again), then run the same command to resume"
+        )
+    return LipganError(
+        f"the cluster failed after step {done} ({cause}): a worker died or became unreachable; "
+        f"{resume}; restart every worker with the same command to resume"
     )
 
 
@@ -388,7 +425,16 @@ class TrainingLoop:
         trainer = self.trainer
         iterator = trainer.input_iterator()
         trainer.input_at(iterator, None)  # unknown until the call returns
-        result = self.wgan.run_checked(iterator, self.next_chunk(done))
+        try:
+            result = self.wgan.run_checked(iterator, self.next_chunk(done))
+        except (
+            tf.errors.DataLossError,
+            tf.errors.UnavailableError,
+            tf.errors.CancelledError,
+        ) as exc:
+            raise runtime_error(
+                exc, done, self.checkpoint.latest if self.rundir else None
+            ) from None
         done += int(result.completed)
         trainer.input_at(iterator, done)
         bad = result.first_nonfinite()

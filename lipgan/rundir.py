@@ -389,11 +389,12 @@ class RunDir:
         short) and ``*.tmp`` files (an atomic write cut short). Never a complete checkpoint."""
         import shutil
 
-        found = [p for p in self.path.glob("*.tmp") if p.is_file()]
+        records = (SETTINGS, CONFIG, METRICS, OPERATIVE_CONFIG)
+        found = [self.file(f"{name}.tmp") for name in records if self.file(f"{name}.tmp").is_file()]
         folder = self.path / CHECKPOINT_DIR
         if folder.is_dir():
             found += [p for p in folder.glob("ckpt-*_temp*") if p.is_dir()]
-            found += [p for p in folder.glob("*.tmp") if p.is_file()]
+            found += [p for p in folder.glob("checkpoint.tmp*") if p.is_file()]
         for path in found:
             shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(
                 missing_ok=True

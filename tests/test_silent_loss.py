@@ -484,3 +484,23 @@ def test_a_study_cell_of_another_spec_is_moved_aside_not_resumed(tmp_path):
     aside = here.with_name(here.name + "-replaced")
     assert json.loads((aside / "result.json").read_text())["error"] == "ValueError: old"
     assert json.loads((here / "cell.json").read_text()) == new.as_dict()
+
+
+def test_a_damaged_data_file_during_training_is_one_line(tmp_path):
+    """A damaged TFRecord shard (TFDS stores its data so) was only "Graph execution error"."""
+    path = str(tmp_path / "points.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+        for point in points():
+            writer.write(tf.io.serialize_tensor(tf.constant(point)).numpy())
+    data = bytearray((tmp_path / "points.tfrecord").read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 8] = b"\xff" * 8  # a bad sector in the middle
+    (tmp_path / "points.tfrecord").write_bytes(bytes(data))
+
+    def factory(batch, seed):
+        records = tf.data.TFRecordDataset(path).map(
+            lambda r: tf.ensure_shape(tf.io.parse_tensor(r, tf.float32), [2])
+        )
+        return records.repeat().batch(batch, drop_remainder=True)
+
+    with pytest.raises(lipgan.errors.DatasetError, match=r"input data is damaged \(.*corrupted"):
+        small_trainer(factory).fit(20, run_dir=tmp_path / "run", progress=lipgan_quiet())
