@@ -255,7 +255,9 @@ def test_a_private_constructor_argument_is_part_of_the_settings(tmp_path):
 )
 def test_non_finite_numbers_are_refused_before_anything_is_written(tmp_path, binding, fragment):
     run_dir = tmp_path / "run"
-    result = invoke("run", *TINY, "--bind", binding, "--run-dir", str(run_dir))
+    result = invoke(
+        "run", *TINY, "--bind", "train.steps=5", "--bind", binding, "--run-dir", str(run_dir)
+    )
     line = one_line_error(result, fragment)
     assert "ast." not in line and not run_dir.exists()
 
@@ -380,6 +382,8 @@ def test_too_few_eval_samples_fail_before_the_first_write(tmp_path):
         "train.eval_every=10",
         "--bind",
         "train.eval_samples=500",
+        "--bind",
+        "train.steps=10",
         "--run-dir",
         str(run_dir),
     )
@@ -430,7 +434,8 @@ def test_debris_of_killed_runs_is_cleaned_on_the_next_start(tmp_path):
 def test_odd_run_dirs_get_a_plain_line(tmp_path):
     loop = tmp_path / "loop"
     loop.symlink_to(loop)
-    one_line_error(invoke("run", *TINY, "--run-dir", str(loop)), "symbolic link", "leads nowhere")
+    result = invoke("run", *TINY, "--bind", "train.steps=5", "--run-dir", str(loop))
+    one_line_error(result, "symbolic link", "leads nowhere")
     run_dir = tmp_path / "run"
     train(run_dir, 5)
     (run_dir / "settings.json").write_text("[]")
