@@ -223,11 +223,14 @@ class RunCheckpoint:
         if bad is not None:
             # The in-graph guard stops before this; this keeps any other path (a plugin's
             # after_update, a Python caller) from turning NaN weights into "the last good checkpoint".
-            kept = f"{Path(self.current).name} is kept" if self.current else "none was written"
+            kept = (
+                f"the last good checkpoint {Path(self.current).name} is kept"
+                if self.current
+                else "no checkpoint was written"
+            )
             raise NonFiniteLossError(
-                f"non-finite {bad} at step {iteration}; checkpoint {iteration} is not written "
-                f"and the last good checkpoint {kept}; lower the learning rate or check the data "
-                "and the constraint"
+                f"non-finite {bad} at step {iteration}; checkpoint {iteration} is not written and "
+                f"{kept}; lower the learning rate or check the data and the constraint"
             )
         if self.manager is None:
             self.manager = self._manager()
@@ -238,10 +241,14 @@ class RunCheckpoint:
             # mistaken for one, and the previous one is still the latest.
             for partial in self.directory.glob(f"ckpt-{iteration}_temp*"):
                 shutil.rmtree(partial, ignore_errors=True)
-            kept = f"{Path(self.current).name} is kept" if self.current else "none was written"
+            kept = (
+                f"the previous checkpoint {Path(self.current).name} is kept"
+                if self.current
+                else "no checkpoint was written before"
+            )
             raise CheckpointError(
                 f"cannot save checkpoint {iteration} in {self.directory} ({first_line(exc, 200)}); "
-                f"the previous checkpoint {kept}; a checkpoint needs about "
+                f"{kept}; a checkpoint needs about "
                 f"{_megabytes(self._size())} free there"
             ) from None
 

@@ -422,7 +422,7 @@ class WGAN:
         return worst, where
 
     def nonfinite_weight(self) -> str | None:
-        """The first model variable holding a NaN or Inf (``critic: <path>``), else ``None``."""
+        """The first model variable holding a NaN or Inf (``critic weight <path>``), else ``None``."""
         for label, model in (("critic", self.critic), ("generator", self.generator)):
             for variable in model.weights:
                 if not bool(tf.reduce_all(tf.math.is_finite(tf.cast(variable, tf.float32)))):
