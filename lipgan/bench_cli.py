@@ -31,6 +31,19 @@ def _batches(values) -> dict[str, list[int]]:
     return sweep
 
 
+def _check_strategies(specs, harness) -> None:
+    """Every ``--strategy`` names a registered strategy with valid arguments, before anything runs.
+
+    The sweep runs non-default strategies in child processes and skips one that fails to start
+    (a TPU that is not there): a typo must not be "skipped" and overwrite ``--out`` (issue 27).
+    """
+    from lipgan.plugins import load_registry
+
+    registry = load_registry().registry
+    for spec in specs:
+        harness._instantiate(registry, "strategy", spec)  # noqa: SLF001 - one-line errors
+
+
 @click.command()
 @click.option(
     "--model",
@@ -155,7 +168,12 @@ def bench(
         count_flops=not no_flops,
         probe=not no_probe,
     )
+    _check_strategies(cfg.strategies, harness)
     records = harness.run(cfg, log=lambda line: click.echo(line, err=True))
+    if not records:
+        raise ConfigError(
+            f"no benchmark ran (every strategy was skipped, see above); {out} is left as it was"
+        )
     command = "lipgan bench " + " ".join(shlex.quote(a) for a in sys.argv[2:])
     paths = report.write(records, out, command)
     click.echo(report.markdown_table(records))

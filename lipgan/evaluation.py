@@ -22,6 +22,8 @@ import io
 import numpy as np
 import tensorflow as tf
 
+from lipgan.errors import ConfigError
+
 #: The counter of the noise stream for samples, so that it never meets the training noise.
 SAMPLE_STREAM = 7
 GENERATE_BATCH = 512
@@ -53,6 +55,24 @@ def toy_set_of(wgan, dataset) -> str | None:
         return None
     toy = name.split("/")[-1].split(":")[0]
     return toy if toy in SAMPLERS else None
+
+
+def check_num_samples(wgan, dataset, num_samples: int, what: str = "train.eval_samples") -> None:
+    """Raise :class:`ConfigError` when ``num_samples`` is too few for the metrics of this data.
+
+    Called before a run writes anything, so a periodic evaluation cannot fail only after the
+    training and checkpointing that led up to it (issue 27).
+    """
+    toy = toy_set_of(wgan, dataset)
+    if toy:
+        from lipgan.metrics.toy import MIN_W1_POINTS
+
+        if num_samples < MIN_W1_POINTS:
+            raise ConfigError(
+                f"{what}={num_samples} is too few for the toy metrics of {toy} (they need >= "
+                f"{MIN_W1_POINTS} points; PacGAN's protocol uses 2500): raise it, or set "
+                "train.eval_every=0"
+            )
 
 
 def critic_wasserstein(critic, real: np.ndarray, fake: np.ndarray) -> float:
