@@ -248,3 +248,28 @@ def test_an_unknown_constraint_is_refused_before_any_cell_runs(tmp_path):
     lines = result.output.strip().splitlines()
     assert lines == [lines[0]] and "unknown constraint 'nosuch:x=1'" in lines[0]
     assert "gradient_penalty" in lines[0] and not out.exists()
+
+
+def test_the_default_budget_is_each_configs_own_steps_and_every_row_the_study_runs_is_accepted():
+    from lipgan.plugins import load_registry
+    from lipgan.study import default_constraints
+    from lipgan.study.spec import check_spec
+
+    spec = StudySpec(("gradient_penalty",), ("ring", "grid"), seeds=1)
+    assert [(c.dataset, c.steps, c.eval_every) for c in spec.cells()] == [
+        ("ring", 4000, 250),
+        ("grid", 4000, 250),
+    ]
+    defaults = default_constraints(load_registry().registry)
+    certified = [d for d in defaults if d.split(":")[0] in ("bjorck", "aol")]
+    assert len(certified) == 2 and all("mlp_critic.activation=maxmin" in d for d in certified)
+    lazy = StudySpec(
+        (*defaults, "gradient_penalty:every=4", "gradient_penalty:every=16"), ("ring",), 1
+    )
+    check_spec(lazy)
+    binding = {c.constraint: c.gin()[1] for c in lazy.cells()}
+    assert "gradient_penalty.every = 16" in binding["gradient_penalty:every=16"]
+    bjorck = next(v for k, v in binding.items() if k.startswith("bjorck"))
+    assert "mlp_critic.activation = 'maxmin'" in bjorck
+    # The config's own periodic evaluation is replaced by the cheaper curve; --bind still wins.
+    assert binding["gradient_penalty:every=4"][-1] == "train.eval_every = 0"

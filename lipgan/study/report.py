@@ -497,7 +497,11 @@ def _curve_panels(axes, dataset: str, bands: dict, reference: dict | None) -> No
     ref_means = {}
     if reference:
         for name, row in reference["rows"].items():
-            ref_means[name] = _stats(row["cells"])
+            ref_means[name] = {
+                key: st
+                for key, *_ in CURVE_PANELS
+                if (st := mean_se([c.get(key) for c in row["cells"]])) is not None
+            }
     for r, xkey in enumerate(("step", "seconds")):
         for j, (key, title, scale, log) in enumerate(CURVE_PANELS):
             ax = axes[r][j]
