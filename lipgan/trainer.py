@@ -211,7 +211,8 @@ def _plain(value):
 
 
 def _float32(text: str) -> float:
-    return float(str(np.float32(float(text))))
+    with np.errstate(over="ignore"):  # beyond float32 is inf, which the settings check refuses
+        return float(str(np.float32(float(text))))
 
 
 def _object_settings(obj) -> dict:
@@ -467,8 +468,8 @@ class Trainer:
         bad = nonfinite_settings(settings)
         if bad:
             raise ConfigError(
-                f"{bad[0]} is not a finite number; numeric settings must be finite (use a "
-                "large finite value instead of inf)"
+                f"{bad[0]} is not a finite number (settings are float32, as Keras keeps them: "
+                "at most 3.4e38); numeric settings must be finite"
             )
         return settings
 

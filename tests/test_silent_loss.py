@@ -7,6 +7,7 @@ Wrong results and lost data first (input position, metrics rows, the non-finite 
 
 import json
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -43,13 +44,14 @@ def test_resume_after_a_fast_forward_replays_the_right_input(tmp_path):
     train(tmp_path / "whole", 15)
     train(tmp_path / "split", 5, "--bind", "train.checkpoint_input=False")
     second = train(tmp_path / "split", 10, "--bind", "train.checkpoint_input=True")
+    third = train(tmp_path / "split", 15)
+    assert_same_weights(tmp_path / "whole", tmp_path / "split")
+    assert "fast-forwarding" not in third.output  # ckpt-10 holds the position now
+    # and the message no longer blames the (default) strategy
     assert "fast-forwarding the input pipeline by 5 batches (ckpt-5 holds no input position" in (
         second.output
     )
     assert "strategy's input iterator cannot be checkpointed" not in second.output
-    third = train(tmp_path / "split", 15)
-    assert "fast-forwarding" not in third.output  # ckpt-10 holds the position now
-    assert_same_weights(tmp_path / "whole", tmp_path / "split")
 
 
 # -- 2. metrics.jsonl keeps a row for every checkpoint --------------------------------------------
@@ -107,23 +109,42 @@ def test_a_torn_last_metrics_line_is_dropped_with_a_warning(tmp_path):
 
 # -- 3. the non-finite guard checks the weights the checkpoint keeps ------------------------------
 def test_an_overflowing_generator_update_is_caught_and_never_checkpointed(tmp_path):
-    run_dir = tmp_path / "run"
-    result = invoke(
+    """Finite loss and gradients, but the update overflows the generator's weights to Inf (the
+    issue's ``initial_learning_rate=1e39`` is now refused up front: it is Inf in float32)."""
+    refused = invoke(
         "run",
         *TINY,
         "--bind",
-        "train.steps=10",
-        "--bind",
-        "train.checkpoint_every=1",
-        "--bind",
         "generator/linear_decay.initial_learning_rate=1e39",
         "--run-dir",
-        str(run_dir),
+        str(tmp_path / "refused"),
     )
-    one_line_error(result, "non-finite generator weights at step 1", "lower the learning rate")
+    one_line_error(
+        refused, "initial_learning_rate=inf is not a finite number (settings are float32"
+    )
+    assert not (tmp_path / "refused").exists()
+
+    def generator(shape):  # steep: gradients of ~1e5 wrt its kernel, times lr 1e34 = Inf
+        return keras.Sequential(
+            [keras.Input((2,)), keras.layers.Dense(2), keras.layers.Rescaling(1e6)]
+        )
+
+    trainer = lipgan.Trainer(
+        data=tf.data.Dataset.from_tensor_slices(points()),
+        critic=lambda shape: lipgan.models.mlp_critic(shape, width=8, depth=1),
+        generator=generator,
+        constraint=lipgan.constraints.GradientPenalty(weight=1.0),
+        generator_optimizer=keras.optimizers.SGD(1e34),
+        step=lipgan.StepConfig(global_batch_size=16, n_critic=1, seed=3, jit_compile=False),
+        intervals=lipgan.Intervals(log_every=1, checkpoint_every=1, plot_samples=0),
+    )
+    run_dir = tmp_path / "run"
+    with pytest.raises(lipgan.errors.NonFiniteLossError, match="non-finite generator weights"):
+        trainer.fit(5, run_dir=run_dir, progress=lipgan_quiet())
     for step in checkpoint_steps(run_dir):
-        reader = tf.train.load_checkpoint(str(run_dir / "checkpoints" / f"ckpt-{step}"))
-        for name, _ in tf.train.list_variables(str(run_dir / "checkpoints" / f"ckpt-{step}")):
+        prefix = str(run_dir / "checkpoints" / f"ckpt-{step}")
+        reader = tf.train.load_checkpoint(prefix)
+        for name, _ in tf.train.list_variables(prefix):
             value = reader.get_tensor(name)
             if np.issubdtype(np.asarray(value).dtype, np.floating):
                 assert np.all(np.isfinite(value)), (step, name)
