@@ -49,11 +49,14 @@ lipgan bench --model dcgan --mode function --mode xla --measure penalty --measur
 # DCGAN full iterations (n_critic critic updates + 1 generator update) against keras-io (both forms).
 lipgan bench --model dcgan --mode function --mode xla --measure iteration --steps-per-execution 1 \
   $GP $EXTRA --out "$OUT/dcgan_iteration"
-# Certified constructions against none, GP and SN: critic steps only (a Björck critic step is ~100x the
-# plain one at these shapes, so its full iterations would dominate the sweep); Björck is Dense-only.
+# Certified constructions against none, GP and SN: critic steps only; Björck is Dense-only. bjorck is
+# the default (one projection step per update), iterations=20,projection=0 the scheme before issue 26
+# (20 iterations in every forward pass, gradients through them; ~25x the plain step).
 lipgan bench --model toy --mode function --mode xla --measure critic_step --steps-per-execution 1 \
   --no-keras-io --constraint none --constraint gradient_penalty --constraint spectral_norm \
-  --constraint aol --constraint bjorck --constraint bjorck:iterations=5 $EXTRA --out "$OUT/certified"
+  --constraint aol --constraint bjorck --constraint bjorck:projection=2 \
+  --constraint bjorck:iterations=20,projection=0 --constraint bjorck:iterations=5,projection=0 \
+  $EXTRA --out "$OUT/certified"
 # bf16 critic steps, toy and DCGAN: none and GP (all rows on native-bf16 CPUs are in the toy run).
 lipgan bench --model toy --model dcgan --mode function+bf16 --mode xla+bf16 --measure critic_step \
   --no-keras-io --constraint none --constraint gradient_penalty $EXTRA --out "$OUT/bf16"

@@ -225,7 +225,10 @@ def train_deep_wgan(kind: str, c: float | None, s: Settings):
         generator_optimizer=lambda: _optimizer(kind, lr),
         constraint=_constraint(kind, c),
         data_shape=(2,),
-        config=StepConfig(s.batch_size, s.b_n_critic, s.seed),
+        # tf.function, not XLA: 1b trains for a few hundred steps, and compiling the 12-layer
+        # step with XLA took longer than it saves (benchmarks/RESULTS.md, "The embedded default
+        # lipgan run": the same trade-off for short toy runs).
+        config=StepConfig(s.batch_size, s.b_n_critic, s.seed, jit_compile=False),
     )
     data = dataset("lipgan_toy/swissroll")(s.batch_size, s.seed)
     if s.b_iterations:
