@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lipgan import diagnostics
+from lipgan import diagnostics, lipschitz
 
 
 def linear_critic(w, b=0.0):
@@ -170,7 +170,7 @@ def test_conv_operator_bound_against_the_explicit_matrix(make, in_shape):
     sigma = np.linalg.svd(explicit_matrix(layer, in_shape), compute_uv=False).max()
     out_shape = layer.compute_output_shape((1, *in_shape))[1:-1]
     spatial = tuple(max(a, b) for a, b in zip(in_shape[:-1], out_shape))
-    bound = diagnostics.conv_operator_norm_bound(np.asarray(layer.kernel), spatial, layer.strides)
+    bound = lipschitz.conv_operator_norm_bound(np.asarray(layer.kernel), spatial, layer.strides)
     assert sigma <= bound * (1 + 1e-6)
     assert bound <= 1.5 * sigma  # a bound on the operator, not the loose reshaped-kernel one
     # and the whole-critic bound is that same number (Flatten is an isometry)
