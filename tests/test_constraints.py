@@ -66,8 +66,12 @@ def test_gradient_penalty_is_finite_when_the_gradient_is_zero():
     real = tf.ones((4, 2))
     with tf.GradientTape() as tape:
         loss = tf.reduce_sum(GradientPenalty().penalty(critic, real, -real, ctx_for(4)))
-    grads = tape.gradient(loss, critic.trainable_variables)
-    assert all(np.isfinite(g.numpy()).all() for g in grads if g is not None)
+    kernel, bias = critic.layers[-1].kernel, critic.layers[-1].bias
+    kernel_grad, bias_grad = tape.gradient(loss, [kernel, bias])
+    # The kernel is what the norm depends on: its gradient must exist and be finite (an all-None
+    # list would pass an all(...) check). The bias gets none from the penalty alone.
+    assert kernel_grad is not None and bias_grad is None
+    assert np.isfinite(kernel_grad.numpy()).all()
 
 
 def tiny_wgan(constraint, critic_lr=0.5, optimizer=keras.optimizers.SGD):
@@ -80,7 +84,7 @@ def tiny_wgan(constraint, critic_lr=0.5, optimizer=keras.optimizers.SGD):
         generator_optimizer=lambda: keras.optimizers.SGD(0.01),
         constraint=constraint,
         data_shape=(2,),
-        config=StepConfig(global_batch_size=16, n_critic=2, seed=0),
+        config=StepConfig(global_batch_size=16, n_critic=2, seed=0, jit_compile=False),
     )
 
 
