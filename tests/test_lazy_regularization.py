@@ -1,4 +1,4 @@
-"""Lazy regularization is scheduled per critic update (issue 12, item 1).
+"""Lazy regularization is scheduled per critic update.
 
 ``gradient_penalty.every=k`` must act on every k-th *critic update* (``StepContext.update``), not on
 every k-th generator iteration: keyed on the iteration, all ``n_critic`` updates of one iteration
@@ -95,7 +95,7 @@ def every_step():
 
 @pytest.mark.parametrize("every", [4, 16])
 def test_lazy_penalty_keeps_the_fixed_pair_optimum(every_step, every):
-    """Issue 12: on the fixed pair, k = 4 and 16 end within 5 % of the every-update ‖∇D‖ and gap.
+    """On the fixed pair, k = 4 and 16 end within 5 % of the every-update ‖∇D‖ and gap.
 
     Keyed on the iteration (the old schedule) they ended at ‖∇D‖ 1.07 and 2.04 (gap 6.1) here.
     """

@@ -1,4 +1,4 @@
-"""Faults and hostile inputs (issue 16): each is stopped with one line, and nothing is lost.
+"""Faults and hostile inputs: each is stopped with one line, and nothing is lost.
 
 Every test here backs a row of ``docs/reliability.md``. Training is tiny (toy MLP, width 16,
 n_critic 1, batch 32) so that the in-process tests take seconds.
