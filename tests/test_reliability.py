@@ -13,15 +13,8 @@ import time
 import pytest
 
 from tests.conftest import REPO, finish, start_python
-from tests.test_lifecycle import (
-    CLI,
-    TINY,
-    checkpoint_steps,
-    invoke,
-    one_line_error,
-    snapshot,
-    train,
-)
+from tests.helpers import CLI, TINY, invoke
+from tests.test_lifecycle import checkpoint_steps, one_line_error, snapshot, train
 
 
 def metric_steps(run_dir) -> list[int]:
