@@ -172,7 +172,7 @@ def test_bench_defaults_to_what_lipgan_run_does(tmp_path):
         cli,
         [
             "bench",
-            *TINY,
+            *TINY_BENCH,
             "--model",
             "dcgan",
             "--batch",
