@@ -194,7 +194,7 @@ def assert_penalty_has_gradient(constraint, critic, real, fake, compiled: bool) 
     """The penalty moves the critic: some gradient with respect to its weights is non-zero.
 
     A penalty computed through a non-differentiable op (``tf.round``, a cast to an integer,
-    ``tf.stop_gradient``) returns values but trains nothing, in silence (issue 27). A penalty
+    ``tf.stop_gradient``) returns values but trains nothing, in silence. A penalty
     may legitimately be flat on a critic it does not bind (a one-sided penalty under its
     threshold), so the weights are scaled up (a steeper critic) before failing.
     """
