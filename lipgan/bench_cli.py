@@ -35,7 +35,7 @@ def _check_strategies(specs, harness) -> None:
     """Every ``--strategy`` names a registered strategy with valid arguments, before anything runs.
 
     The sweep runs non-default strategies in child processes and skips one that fails to start
-    (a TPU that is not there): a typo must not be "skipped" and overwrite ``--out`` (issue 27).
+    (a TPU that is not there): a typo must not be "skipped" and overwrite ``--out``.
     """
     from lipgan.plugins import load_registry
 

@@ -400,8 +400,8 @@ def check_finite(bindings: list[str]) -> None:
     """Refuse a parsed config holding a NaN or infinite number (``weight_clip.c = 1e999``).
 
     gin reads ``1e999`` as ``inf`` but writes it back into ``config.gin`` as ``# None.``, so a
-    resume is refused and ``sample``/``eval`` rebuild the model with the default instead (issue
-    27); no parameter of lipgan means anything at infinity. Checked before anything is written.
+    resume is refused and ``sample``/``eval`` rebuild the model with the default instead; no
+    parameter of lipgan means anything at infinity. Checked before anything is written.
     """
     for (scope, selector), parameters in gin.config._CONFIG.items():  # noqa: SLF001
         for parameter, value in parameters.items():

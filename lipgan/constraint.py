@@ -132,7 +132,7 @@ class Constraint(Named):
     def lipschitz_bound(self, critic) -> float | None:
         """A certified upper bound on the Lipschitz constant of ``critic`` (the wrapped one), or None.
 
-        Optional (extension, issue 15): constraints that build the critic 1-Lipschitz by
+        Optional (an extension of the contract): constraints that build the critic 1-Lipschitz by
         construction (``bjorck``, ``aol``) compute it from the effective weights; the default, None,
         means "this constraint certifies nothing" and the audit falls back on a general bound.
         Called eagerly, outside any ``tf.function``.

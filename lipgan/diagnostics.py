@@ -9,7 +9,8 @@ A WGAN critic must be (close to) 1-Lipschitz; these functions say how close it i
   the true constant that needs no gradients;
 * :func:`lipschitz_upper_bound` — a guaranteed *upper* bound on Lip(D) from the layer graph
   (operator norms of dense and convolution layers, the sum rule at residual additions), or None
-  for an architecture where lipgan computes no valid bound; usually loose;
+  for an architecture where lipgan computes no valid bound; usually loose. Its rules and the
+  activations' constants are :mod:`lipgan.lipschitz`, the one table of Lipschitz facts;
 * :func:`layer_gradient_norms` — ‖∂L/∂hₗ‖ for the critic loss L and each layer's activations hₗ, the
   quantity of Fig. 1b of Gulrajani et al. (weight clipping makes it explode or vanish with depth).
 
@@ -19,13 +20,12 @@ step. :class:`Probe` bundles them for ``train(diagnostics_every=N)``.
 
 from __future__ import annotations
 
-import math
-
 import keras
 import numpy as np
 import tensorflow as tf
 
 from lipgan.constraint import StepContext
+from lipgan.lipschitz import lipschitz_upper_bound
 from lipgan.penalties import interpolate, per_example_gradient_norm
 
 
@@ -87,242 +87,6 @@ def empirical_lipschitz(critic, x, y) -> float:
         raise ValueError("empirical_lipschitz: every pair of points coincides")
     ratio = np.abs(_scores(critic, x) - _scores(critic, y))[keep] / dist[keep]
     return float(ratio.max())
-
-
-#: Lipschitz constants of activation functions, matched by identity (a user function that happens
-#: to be called ``relu`` is unknown, so the bound is None). leaky_relu's default slope is 0.2.
-_ACTIVATION_LIPSCHITZ = {
-    keras.activations.linear: 1.0,
-    keras.activations.relu: 1.0,
-    keras.activations.leaky_relu: 1.0,
-    keras.activations.tanh: 1.0,
-    keras.activations.sigmoid: 0.25,
-    keras.activations.softplus: 1.0,
-    keras.activations.elu: 1.0,
-    tf.nn.relu: 1.0,
-    tf.nn.leaky_relu: 1.0,
-    tf.nn.tanh: 1.0,
-}
-
-
-def _activation_lipschitz(fn) -> float | None:
-    if fn is None:
-        return 1.0
-    from lipgan.models.pruned_relu import pruned_relu
-
-    if fn is pruned_relu:
-        return 1.0
-    slope = getattr(fn, "pruned_negative_slope", None)  # fast_relu's leaky ReLUs
-    if slope is not None:
-        return max(1.0, abs(float(slope)))
-    try:
-        return _ACTIVATION_LIPSCHITZ.get(fn)
-    except TypeError:  # unhashable callable
-        return None
-
-
-def _kernel(layer) -> np.ndarray:
-    return np.asarray(keras.ops.convert_to_numpy(layer.kernel), np.float64)
-
-
-def conv_operator_norm_bound(kernel: np.ndarray, spatial, strides=1) -> float:
-    """An upper bound on ‖conv‖₂ for a convolution with ``kernel`` [k₁..k_d, c_in, c_out] and
-    ``strides``, applied to inputs of spatial size ``spatial`` (any zero padding), or its transpose.
-
-    Why it holds: a zero-padded ("same"/"valid") convolution is a crop (a projection, norm ≤ 1) of
-    the convolution over the zero-extended signal. A stride-s convolution is a stride-1 convolution
-    of the s^d *polyphase components* of the input (x_r[m] = x[s·m + r − pad]: a permutation of the
-    input, an isometry) with the polyphase kernel K'[q, (r, c_in)] = K[s·q + r], so striding costs
-    nothing in tightness. A stride-1 convolution of a finite signal equals a circular convolution on
-    N points (N ≥ signal + kernel − 1: no wrap-around), which the DFT block-diagonalizes: its norm
-    is max over the N^d frequencies ω of σ_max(K̂'(ω)) (Sedghi, Gupta & Long, "The Singular Values of
-    Convolutional Layers", ICLR 2019). A transposed convolution is the adjoint of a strided one and
-    has the same norm. The bound is tight up to the border effects of zero padding.
-    """
-    kernel = np.asarray(kernel, np.float64)
-    d = kernel.ndim - 2
-    strides = [int(v) for v in np.broadcast_to(np.atleast_1d(strides), (d,))]
-    taps = [-(-int(k) // st) for k, st in zip(kernel.shape[:d], strides)]  # ceil(k / s)
-    padded = np.zeros([t * st for t, st in zip(taps, strides)] + list(kernel.shape[d:]))
-    padded[tuple(slice(0, int(k)) for k in kernel.shape[:d])] = kernel
-    split = padded.reshape(
-        [v for t, st in zip(taps, strides) for v in (t, st)] + list(kernel.shape[d:])
-    )
-    order = [2 * i for i in range(d)] + [2 * i + 1 for i in range(d)] + [2 * d, 2 * d + 1]
-    polyphase = split.transpose(order).reshape(taps + [-1, kernel.shape[-1]])
-    sizes = [
-        -(-(int(n) + int(k)) // st) + t for n, k, st, t in zip(spatial, kernel.shape, strides, taps)
-    ]
-    symbol = np.fft.fftn(polyphase, s=sizes, axes=tuple(range(d)))
-    matrices = symbol.reshape(-1, *polyphase.shape[d:])
-    return float(np.linalg.svd(matrices, compute_uv=False).max())
-
-
-def _conv_bound(layer, in_shape, out_shape) -> float | None:
-    cfg = layer.get_config()
-    rank = len(layer.kernel.shape) - 2
-    dilation = cfg.get("dilation_rate", 1)
-    if any(r != 1 for r in np.atleast_1d(dilation)) or cfg.get("groups", 1) != 1:
-        return None
-    if isinstance(layer, keras.layers.DepthwiseConv2D | keras.layers.SeparableConv2D):
-        return None
-    spatial = []
-    for a, b in zip(in_shape[1 : 1 + rank], out_shape[1 : 1 + rank]):
-        if a is None or b is None:
-            return None
-        spatial.append(max(int(a), int(b)))
-    return conv_operator_norm_bound(_kernel(layer), tuple(spatial), cfg.get("strides", 1))
-
-
-def _pool_bound(layer, in_shape) -> float | None:
-    """sqrt(‖A‖₁‖A‖∞) (Schur's test): each input enters ≤ Π⌈p/s⌉ windows."""
-    pool = np.atleast_1d(layer.pool_size)
-    strides = np.atleast_1d(layer.strides if layer.strides is not None else layer.pool_size)
-    overlap = float(np.prod(np.ceil(pool / strides)))
-    if isinstance(layer, keras.layers.AveragePooling1D | keras.layers.AveragePooling2D):
-        if layer.padding == "valid":
-            return math.sqrt(
-                overlap / float(np.prod(pool))
-            )  # rows sum to 1, columns to overlap/|p|
-        return math.sqrt(overlap)  # border windows average fewer points: weights <= 1
-    return math.sqrt(overlap)  # max pooling: |max a - max b| <= max |a - b| per window
-
-
-_ONE = (
-    keras.layers.InputLayer,
-    keras.layers.Flatten,
-    keras.layers.Reshape,
-    keras.layers.Permute,
-    keras.layers.Identity,
-    keras.layers.GlobalMaxPooling1D,
-    keras.layers.GlobalMaxPooling2D,
-    keras.layers.ZeroPadding2D,
-    keras.layers.Cropping2D,
-)
-
-
-def _layer_bound(layer, in_shape, out_shape) -> float | None:
-    """A Lipschitz constant of one single-input layer (ℓ₂ → ℓ₂), or None when none is known."""
-    if isinstance(layer, keras.Model):
-        return lipschitz_upper_bound(layer)
-    if isinstance(layer, keras.layers.SpectralNormalization):
-        # Inference uses the kernel the last training call wrote (already divided by sigma).
-        return _layer_bound(layer.layer, in_shape, out_shape)
-    if type(layer) in _ONE:
-        return 1.0
-    if isinstance(layer, keras.layers.Dropout):
-        return 1.0 / (1.0 - float(layer.rate))  # training mode rescales the kept units
-    if type(layer) is keras.layers.ReLU:
-        return max(1.0, abs(float(layer.negative_slope)))
-    if type(layer) is keras.layers.LeakyReLU:
-        return max(1.0, abs(float(layer.negative_slope)))
-    from lipgan.models.pruned_relu import PrunedLeakyReLU
-
-    if type(layer) is PrunedLeakyReLU:
-        return max(1.0, abs(layer.negative_slope))
-    if type(layer) is keras.layers.Activation:
-        return _activation_lipschitz(layer.activation)
-    from lipgan.models.activations import GroupSort
-
-    if type(layer) is GroupSort:
-        # Sorting within groups permutes coordinates piecewise and is continuous: 1-Lipschitz in ℓ₂
-        # (Anil et al. 2019, GroupSort; MaxMin is group size 2).
-        return 1.0
-    if type(layer) in (keras.layers.GlobalAveragePooling1D, keras.layers.GlobalAveragePooling2D):
-        positions = in_shape[1:-1]
-        if any(p is None for p in positions):
-            return None
-        return 1.0 / math.sqrt(math.prod(int(p) for p in positions))  # ‖mean‖ <= ‖x‖/sqrt(n)
-    if type(layer) in (
-        keras.layers.AveragePooling1D,
-        keras.layers.AveragePooling2D,
-        keras.layers.MaxPooling1D,
-        keras.layers.MaxPooling2D,
-    ):
-        return _pool_bound(layer, in_shape)
-    if type(layer) is keras.layers.UpSampling2D and layer.interpolation == "nearest":
-        return math.sqrt(math.prod(np.atleast_1d(layer.size)))  # each input copied prod(size) times
-    act = _activation_lipschitz(getattr(layer, "activation", None))
-    if act is None:
-        return None
-    if type(layer) is keras.layers.Dense:
-        return act * float(np.linalg.norm(_kernel(layer), ord=2))
-    if type(layer) in (
-        keras.layers.Conv1D,
-        keras.layers.Conv2D,
-        keras.layers.Conv3D,
-        keras.layers.Conv1DTranspose,
-        keras.layers.Conv2DTranspose,
-        keras.layers.Conv3DTranspose,
-    ):
-        conv = _conv_bound(layer, in_shape, out_shape)
-        return None if conv is None else act * conv
-    return None  # unknown layer (BatchNormalization, attention, Lambda, custom...): no bound
-
-
-def _merge_bound(layer, bounds: list[float]) -> float | None:
-    if type(layer) in (keras.layers.Add, keras.layers.Subtract):
-        return sum(bounds)  # ‖Σfᵢ(x) − Σfᵢ(y)‖ <= Σ Lᵢ‖x − y‖: a residual x + f(x) gets 1 + L_f
-    if type(layer) is keras.layers.Average:
-        return sum(bounds) / len(bounds)
-    if type(layer) is keras.layers.Concatenate:
-        return math.sqrt(sum(b * b for b in bounds))
-    return None
-
-
-def lipschitz_upper_bound(critic) -> float | None:
-    """A guaranteed upper bound on the ℓ₂ Lipschitz constant of ``critic`` (inference mode), or None.
-
-    Computed on the critic's layer graph (Sequential or functional, nested models recursively), each
-    tensor getting a bound L on the map from the critic's input to it:
-
-    * a single-input layer multiplies L by its own constant: Dense: σ_max(W) (exact SVD); Conv and
-      ConvTranspose: :func:`conv_operator_norm_bound` (the norm of the convolution *operator* at the
-      layer's input size, not the norm of the reshaped kernel); the activation: 1 for ReLU, leaky ReLU
-      (|slope| <= 1), tanh, softplus, ELU, ¼ for sigmoid, matched by identity; average/max pooling,
-      global pooling, nearest upsampling, Flatten/Reshape by their exact constants (see
-      :func:`_layer_bound`); spectral normalization by its inner layer's current (normalized) kernel;
-    * Add/Subtract: the sum of the inputs' bounds, so a residual block x + f(x) gets 1 + L_f (not the
-      product along a chain, which is no bound); Average: the mean; Concatenate: the root sum of squares.
-
-    Anything else (BatchNormalization, whose training mode couples the batch; LayerNormalization,
-    which is not Lipschitz near constant inputs; attention; Lambda and custom layers; activations not
-    known by identity; dilated or grouped convolutions; several inputs) makes the result None:
-    never a number called a bound that is not one.
-    """
-    if isinstance(critic, keras.Sequential):
-        graph = getattr(critic, "_functional", None)
-        if graph is None:
-            return None
-        return lipschitz_upper_bound(graph)
-    nodes_by_depth = getattr(critic, "_nodes_by_depth", None)
-    inputs = getattr(critic, "inputs", None) or []
-    if nodes_by_depth is None or len(inputs) != 1:
-        return None
-    bounds = {id(inputs[0]): 1.0}
-    for depth in sorted(nodes_by_depth, reverse=True):
-        for node in nodes_by_depth[depth]:
-            layer = node.operation
-            ins, outs = list(node.input_tensors), list(node.output_tensors)
-            if not ins:
-                if isinstance(layer, keras.layers.InputLayer):
-                    continue
-                return None
-            known = [bounds.get(id(t)) for t in ins]
-            if any(b is None for b in known) or len(outs) != 1:
-                return None
-            if len(ins) == 1:
-                own = _layer_bound(layer, tuple(ins[0].shape), tuple(outs[0].shape))
-                bound = None if own is None else own * known[0]
-            else:
-                bound = _merge_bound(layer, known)
-            if bound is None:
-                return None
-            bounds[id(outs[0])] = bound
-    outputs = getattr(critic, "outputs", None) or []
-    if len(outputs) != 1 or id(outputs[0]) not in bounds:
-        return None
-    return float(bounds[id(outputs[0])])
 
 
 def _sequential_layers(critic) -> list:

@@ -35,7 +35,7 @@ METRICS = ("critic_loss", "wasserstein", "penalty", "generator_loss")
 #: they are computed. ``critic loss`` is the Wasserstein term alone, so a NaN penalty is blamed on the
 #: penalty, and a gradient is blamed only when the values it came from were finite. The weights are
 #: checked after each update too: finite gradients times a huge learning rate overflow them, and
-#: weights are what a checkpoint keeps (issue 27: an Inf generator was kept as "the last good one").
+#: weights are what a checkpoint keeps (an Inf generator was once kept as "the last good one").
 CRITIC_TERMS = ("critic loss", "penalty", "critic gradient", "critic weights")
 GENERATOR_TERMS = ("generator loss", "generator gradient", "generator weights")
 
@@ -404,7 +404,7 @@ class WGAN:
         """The largest difference between two replicas' copies of a model variable, and which.
 
         Mirrored variables stay equal only if every replica computes the same update; a plugin's
-        ``after_update`` that depends on the replica id breaks that silently (issue 27).
+        ``after_update`` that depends on the replica id breaks that silently.
         """
         worst, where = 0.0, None
         for label, model in (("critic", self.critic), ("generator", self.generator)):

@@ -61,7 +61,7 @@ def check_num_samples(wgan, dataset, num_samples: int, what: str = "train.eval_s
     """Raise :class:`ConfigError` when ``num_samples`` is too few for the metrics of this data.
 
     Called before a run writes anything, so a periodic evaluation cannot fail only after the
-    training and checkpointing that led up to it (issue 27).
+    training and checkpointing that led up to it.
     """
     toy = toy_set_of(wgan, dataset)
     if toy:

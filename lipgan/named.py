@@ -16,7 +16,7 @@ class Named:
     the repr shows them. A run dir's settings record (:meth:`lipgan.Trainer.settings`) compares
     the public attributes and the constructor's arguments themselves (:attr:`arguments`, recorded
     here whatever ``__init__`` does with them), so a parameter kept in a private attribute cannot
-    change on resume unnoticed (issue 27).
+    change on resume unnoticed.
     """
 
     name: ClassVar[str] = ""

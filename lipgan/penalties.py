@@ -1,4 +1,5 @@
-"""Shared math of the gradient-based constraints: per-example gradient norms and interpolates.
+"""Shared math of the gradient-based constraints: per-example gradient norms, interpolates, and
+the base class of the constraints that penalize a gradient norm.
 
 It lives in the core so that the built-in plugins (``gradient_penalty``, ``lipschitz_penalty``,
 ``dragan``, ``r1``), the diagnostics and third-party plugins all use one implementation, imported
@@ -8,6 +9,9 @@ from a public module as any plugin would.
 from __future__ import annotations
 
 import tensorflow as tf
+
+from lipgan.constraint import Constraint
+from lipgan.models.pruned_relu import check_fast_relu, maybe_prune
 
 #: Added under the square root of ‖g‖²: ``sqrt`` has infinite slope at 0, which would turn a zero
 #: gradient into NaN in the second derivative (double backprop).
@@ -36,3 +40,20 @@ def interpolate(real: tf.Tensor, fake: tf.Tensor, ctx) -> tf.Tensor:
     """
     eps = ctx.uniform([1] * (len(real.shape) - 1), dtype=real.dtype)
     return real + eps * (fake - real)
+
+
+class GradientNormPenalty(Constraint):
+    """Base of the constraints whose penalty differentiates ‖∇ₓD‖ (double backprop).
+
+    It holds the one option they share, ``fast_relu``: the critic's (leaky) ReLUs are swapped at
+    wrap time for ones whose second derivative is declared zero, an exact speed-up of the double
+    backprop (:mod:`lipgan.models.pruned_relu`; ``'auto'``, ``True`` or ``False``, see
+    :func:`lipgan.models.pruned_relu.maybe_prune`). A subclass validates its own parameters, then
+    calls ``super().__init__(fast_relu)``, and implements :meth:`penalty`.
+    """
+
+    def __init__(self, fast_relu: bool | str = "auto"):
+        self.fast_relu = check_fast_relu(fast_relu, self.name)
+
+    def wrap_critic(self, critic):
+        return maybe_prune(critic, self.fast_relu, self.name)

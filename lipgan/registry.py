@@ -19,10 +19,6 @@ from lipgan.strategy import StrategyPlugin
 KINDS = {"constraint": Constraint, "strategy": StrategyPlugin}
 
 
-class DuplicateNameError(PluginError):
-    """Two plugins claim the same name (a :class:`Registry` records it as a clash instead)."""
-
-
 @dataclasses.dataclass(frozen=True)
 class Registration:
     """Who registered what: shown by ``lipgan plugins`` and used in error messages."""
@@ -133,6 +129,3 @@ class Registry:
                     f"{kind} {name!r} is unavailable: {self.unavailable[name]}"
                 ) from None
             raise ConfigError(f"unknown {kind} {name!r}; known: {known}") from None
-
-    def kind_of(self, name: str) -> str | None:
-        return next((k for k, table in self._entries.items() if name in table), None)

@@ -20,7 +20,7 @@ from keras import ops
 
 from lipgan.constraint import Constraint
 from lipgan.errors import ConfigError
-from lipgan.models.activations import activation_fn_lipschitz, activation_lipschitz
+from lipgan.lipschitz import activation_fn_lipschitz, activation_layer_lipschitz
 
 #: Layers that change no distances: flattening and reshaping are isometries.
 ISOMETRIES = (keras.layers.InputLayer, keras.layers.Flatten, keras.layers.Reshape)
@@ -169,7 +169,7 @@ def chain_lipschitz_bound(critic: keras.Model) -> float | None:
 
     None when the critic is not Sequential or has a layer that is neither a
     :class:`KernelReparametrization`, an isometry (flatten, reshape) nor an activation of known
-    Lipschitz constant (:func:`lipgan.models.activations.activation_lipschitz`).
+    Lipschitz constant (:func:`lipgan.lipschitz.activation_layer_lipschitz`).
     """
     if not isinstance(critic, keras.Sequential):
         return None
@@ -181,7 +181,7 @@ def chain_lipschitz_bound(critic: keras.Model) -> float | None:
         elif isinstance(layer, ISOMETRIES):
             bound = 1.0
         else:
-            bound = activation_lipschitz(layer)
+            bound = activation_layer_lipschitz(layer)
         if bound is None:
             return None
         total *= bound

@@ -39,12 +39,11 @@ import importlib
 import inspect
 import json
 import math
-import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
+
+from lipgan import child_process
 
 #: Replica counts compared by the invariance check.
 REPLICA_COUNTS = (1, 2)
@@ -144,13 +143,6 @@ def check_gin_configurable(cls, kwargs=None) -> None:
     )
 
 
-def penalty_values(constraint, data_shape=(2,), critic_factory=small_critic, seed=0):
-    """(penalty or None, critic, real, fake) for one eager call on a fresh small critic."""
-    critic = _built_critic(constraint, data_shape, critic_factory)
-    real, fake = _batch(data_shape, seed)
-    return constraint.penalty(critic, real, fake, _context()), critic, real, fake
-
-
 def _contract_penalty(constraint, penalty, real):
     """The engine's check of a penalty (:func:`lipgan.engine.checked_penalty`) as an assertion."""
     from lipgan.engine import checked_penalty
@@ -202,7 +194,7 @@ def assert_penalty_has_gradient(constraint, critic, real, fake, compiled: bool) 
     """The penalty moves the critic: some gradient with respect to its weights is non-zero.
 
     A penalty computed through a non-differentiable op (``tf.round``, a cast to an integer,
-    ``tf.stop_gradient``) returns values but trains nothing, in silence (issue 27). A penalty
+    ``tf.stop_gradient``) returns values but trains nothing, in silence. A penalty
     may legitimately be flat on a critic it does not bind (a one-sided penalty under its
     threshold), so the weights are scaled up (a steeper critic) before failing.
     """
@@ -313,34 +305,18 @@ def replica_probes(specs, counts=REPLICA_COUNTS, data_shape=(2,), critic_factory
         "data_shape": list(data_shape),
         "critic": _qualified(critic_factory),
     }
-    env = dict(os.environ)
-    # The caller's import path, made absolute; the child runs in a neutral folder because
-    # ``python -m`` puts its working directory first on sys.path, where a folder such as a
-    # repository's ``gin/`` would shadow an installed package.
-    env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p or ".") for p in sys.path)
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     procs = {
-        n: subprocess.Popen(
-            [sys.executable, "-m", "lipgan.testing", json.dumps({**request, "replicas": n})],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=tempfile.gettempdir(),
-        )
+        n: child_process.start("lipgan.testing", json.dumps({**request, "replicas": n}))
         for n in counts
     }
     results = {}
     for n, proc in procs.items():
-        try:
-            out, err = proc.communicate(timeout=PROBE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-        lines = [ln for ln in out.splitlines() if ln.startswith("{")]
-        if proc.returncode or not lines:
+        done = child_process.finish(proc, timeout=PROBE_TIMEOUT_S)
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+        if done.returncode or not lines:
             raise AssertionError(
-                f"replica probe with {n} logical CPUs failed (exit {proc.returncode}):\n{err[-3000:]}"
+                f"replica probe with {n} logical CPUs failed (exit {done.returncode}):\n"
+                f"{done.stderr[-3000:]}"
             )
         results[n] = json.loads(lines[-1])["results"]
     return results

@@ -15,10 +15,6 @@ class Default(StrategyPlugin):
         return tf.distribute.get_strategy()
 
 
-#: The name it had before ``lipgan.strategies`` existed.
-DefaultStrategy = Default
-
-
 @hookimpl
 def lipgan_register_strategies(register):
     register(Default)

@@ -25,9 +25,8 @@ metric is a critic gap E D(real) − E D(fake), not a W1 estimate.
 
 import tensorflow as tf
 
-from lipgan import Constraint, hookimpl
-from lipgan.models.pruned_relu import check_fast_relu, maybe_prune
-from lipgan.penalties import per_example_gradient_norm
+from lipgan import hookimpl
+from lipgan.penalties import GradientNormPenalty, per_example_gradient_norm
 
 NOISES = ("gaussian", "reference")
 
@@ -68,7 +67,7 @@ def perturb_real_reference(real: tf.Tensor, ctx, noise_scale: float) -> tf.Tenso
     return real + alpha * noise_scale * sigma * u
 
 
-class Dragan(Constraint):
+class Dragan(GradientNormPenalty):
     """λ·(‖∇D(x̃)‖ − 1)² at perturbations x̃ of real examples (``noise``: see the module doc)."""
 
     name = "dragan"
@@ -90,11 +89,7 @@ class Dragan(Constraint):
         self.weight = float(weight)
         self.noise_scale = float(noise_scale)
         self.noise = noise
-        self.fast_relu = check_fast_relu(fast_relu, self.name)
-
-    def wrap_critic(self, critic):
-        # Exact speed-up of the double backprop (lipgan.models.pruned_relu; as gradient_penalty).
-        return maybe_prune(critic, self.fast_relu, self.name)
+        super().__init__(fast_relu)
 
     def penalty(self, critic, real, fake, ctx):
         perturb = perturb_real_reference if self.noise == "reference" else perturb_real

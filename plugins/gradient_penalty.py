@@ -36,12 +36,11 @@ critic update, so the number of optimizer steps does not change and the rescalin
 
 import tensorflow as tf
 
-from lipgan import Constraint, hookimpl
-from lipgan.models.pruned_relu import check_fast_relu, maybe_prune
-from lipgan.penalties import interpolate, per_example_gradient_norm
+from lipgan import hookimpl
+from lipgan.penalties import GradientNormPenalty, interpolate, per_example_gradient_norm
 
 
-class GradientPenalty(Constraint):
+class GradientPenalty(GradientNormPenalty):
     """λ·(‖∇D(x̂)‖ − γ)²/γ² at random interpolates x̂ (``one_sided`` penalizes only ‖∇D‖ > γ)."""
 
     name = "gradient_penalty"
@@ -71,11 +70,8 @@ class GradientPenalty(Constraint):
         self.target = float(target)
         self.one_sided = bool(one_sided)
         self.drift = float(drift)
-        self.fast_relu = check_fast_relu(fast_relu, self.name)
+        super().__init__(fast_relu)
         self.every = int(every)
-
-    def wrap_critic(self, critic):
-        return maybe_prune(critic, self.fast_relu, self.name)
 
     def _weighted_penalty(self, critic, x_hat, weight):
         norm = per_example_gradient_norm(critic, x_hat)

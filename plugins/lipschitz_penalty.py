@@ -8,12 +8,11 @@ shared with ``gradient_penalty`` so the two differ only in the one-sidedness the
 
 import tensorflow as tf
 
-from lipgan import Constraint, hookimpl
-from lipgan.models.pruned_relu import check_fast_relu, maybe_prune
-from lipgan.penalties import interpolate, per_example_gradient_norm
+from lipgan import hookimpl
+from lipgan.penalties import GradientNormPenalty, interpolate, per_example_gradient_norm
 
 
-class LipschitzPenalty(Constraint):
+class LipschitzPenalty(GradientNormPenalty):
     """λ·max(0, ‖∇D(x̂)‖ − 1)² at random interpolates: only gradients steeper than 1 are penalized."""
 
     name = "lipschitz_penalty"
@@ -23,11 +22,7 @@ class LipschitzPenalty(Constraint):
         if weight < 0:
             raise ValueError(f"lipschitz_penalty.weight must be >= 0, got {weight}")
         self.weight = float(weight)
-        self.fast_relu = check_fast_relu(fast_relu, self.name)
-
-    def wrap_critic(self, critic):
-        # Exact speed-up of the double backprop (lipgan.models.pruned_relu; as gradient_penalty).
-        return maybe_prune(critic, self.fast_relu, self.name)
+        super().__init__(fast_relu)
 
     def penalty(self, critic, real, fake, ctx):
         norm = per_example_gradient_norm(critic, interpolate(real, fake, ctx))

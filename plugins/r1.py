@@ -12,12 +12,11 @@ E D(real) − E D(fake) under it, not a W1 estimate: on the fixed pair of :mod:`
 
 import tensorflow as tf
 
-from lipgan import Constraint, hookimpl
-from lipgan.models.pruned_relu import check_fast_relu, maybe_prune
-from lipgan.penalties import per_example_gradient_norm
+from lipgan import hookimpl
+from lipgan.penalties import GradientNormPenalty, per_example_gradient_norm
 
 
-class R1(Constraint):
+class R1(GradientNormPenalty):
     """γ/2·‖∇D(x)‖² at the real examples."""
 
     name = "r1"
@@ -27,11 +26,7 @@ class R1(Constraint):
         if gamma < 0:
             raise ValueError(f"r1.gamma must be >= 0, got {gamma}")
         self.gamma = float(gamma)
-        self.fast_relu = check_fast_relu(fast_relu, self.name)
-
-    def wrap_critic(self, critic):
-        # Exact speed-up of the double backprop (lipgan.models.pruned_relu; as gradient_penalty).
-        return maybe_prune(critic, self.fast_relu, self.name)
+        super().__init__(fast_relu)
 
     def penalty(self, critic, real, fake, ctx):
         return 0.5 * self.gamma * tf.square(per_example_gradient_norm(critic, real))

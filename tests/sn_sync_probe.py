@@ -32,7 +32,7 @@ def local_copies(variable):
 
 
 def main(variant):
-    if variant == "keras":  # the wrapper lipgan used before issue 12
+    if variant == "keras":  # Keras' own wrapper, which lipgan used before
         spectral_norm.ReplicaSyncedSpectralNormalization = keras.layers.SpectralNormalization
     keras.utils.set_random_seed(0)
     wgan = WGAN(

@@ -13,7 +13,8 @@ from lipgan.constraint import Constraint
 from lipgan.models import dcgan_critic, mlp_critic
 from lipgan_plugins.aol import AOL
 from lipgan_plugins.bjorck import Bjorck
-from tests.test_lifecycle import invoke, train
+from tests.helpers import invoke
+from tests.test_lifecycle import train
 
 
 def linear_critic(matrix):

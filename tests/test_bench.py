@@ -10,21 +10,7 @@ from click.testing import CliRunner
 from lipgan.bench import harness
 from lipgan.cli import cli
 from lipgan.errors import ConfigError
-
-TINY = [
-    "--model",
-    "toy",
-    "--batch",
-    "toy=8",
-    "--repetitions",
-    "1",
-    "--min-rep-seconds",
-    "0",
-    "--steps-per-execution",
-    "1",
-    "--n-critic",
-    "1",
-]
+from tests.helpers import TINY_BENCH
 
 
 def test_parse_spec_reads_python_literals():
@@ -53,7 +39,7 @@ def test_bench_smoke(tmp_path):
         cli,
         [
             "bench",
-            *TINY,
+            *TINY_BENCH,
             "--constraint",
             "none",
             "--constraint",
@@ -94,7 +80,7 @@ def test_bench_smoke(tmp_path):
 
 def test_bench_rejects_unknown_constraint_in_one_line(tmp_path):
     result = CliRunner().invoke(
-        cli, ["bench", *TINY, "--constraint", "nope", "--out", str(tmp_path)]
+        cli, ["bench", *TINY_BENCH, "--constraint", "nope", "--out", str(tmp_path)]
     )
     assert result.exit_code == 1
     assert (
@@ -186,7 +172,7 @@ def test_bench_defaults_to_what_lipgan_run_does(tmp_path):
         cli,
         [
             "bench",
-            *TINY,
+            *TINY_BENCH,
             "--model",
             "dcgan",
             "--batch",

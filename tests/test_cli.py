@@ -3,10 +3,9 @@
 import json
 
 import pytest
-from click.testing import CliRunner
 
-from lipgan.cli import cli
 from lipgan.config import shipped_configs
+from tests.helpers import invoke
 
 TOY_CONFIGS = sorted(n for n in shipped_configs() if any(k in n for k in ("toy", "ring", "grid")))
 IMAGE_SMOKE = {
@@ -19,10 +18,6 @@ IMAGE_SMOKE = {
         "train.global_batch_size=8",
     ],
 }
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def assert_one_line_error(result, *fragments):

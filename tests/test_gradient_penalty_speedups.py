@@ -13,10 +13,11 @@ import tensorflow as tf
 
 from lipgan.constraint import StepContext
 from lipgan.engine import WGAN, StepConfig, zeros_for_none
-from lipgan.models import dcgan_critic, dcgan_generator, mlp_critic, mlp_generator
+from lipgan.models import dcgan_critic, dcgan_generator, mlp_critic
 from lipgan.models.pruned_relu import PrunedLeakyReLU, prune_activation_hessians, pruned_leaky_relu
 from lipgan_plugins.gradient_penalty import GradientPenalty
 from lipgan_plugins.no_constraint import NoConstraint
+from tests.helpers import toy_wgan
 
 
 def _penalty_grads(constraint, critic, real, fake):
@@ -80,20 +81,6 @@ def test_prune_keeps_weights_and_outputs():
     np.testing.assert_allclose(pruned(x).numpy(), critic(x).numpy(), rtol=1e-6)
 
 
-def _wgan(constraint):
-    keras.utils.set_random_seed(0)
-    return WGAN(
-        tf.distribute.get_strategy(),
-        critic=lambda s: mlp_critic(s, width=16, depth=2),
-        generator=lambda s: mlp_generator(s, width=16, depth=2),
-        critic_optimizer=lambda: keras.optimizers.SGD(0.1),
-        generator_optimizer=lambda: keras.optimizers.SGD(0.1),
-        constraint=constraint,
-        data_shape=(2,),
-        config=StepConfig(global_batch_size=8, n_critic=1, seed=5),
-    )
-
-
 def _close(a, b):
     grads_a, loss_a = a
     grads_b, loss_b = b
@@ -104,9 +91,9 @@ def _close(a, b):
 
 def test_lazy_gradient_penalty_scales_on_active_steps_and_skips_others():
     real = tf.random.stateless_normal([8, 2], seed=[7, 7])
-    lazy = _wgan(GradientPenalty(weight=0.5, every=4))
-    scaled = _wgan(GradientPenalty(weight=2.0))
-    plain = _wgan(NoConstraint())
+    lazy = toy_wgan(GradientPenalty(weight=0.5, every=4))
+    scaled = toy_wgan(GradientPenalty(weight=2.0))
+    plain = toy_wgan(NoConstraint())
     for step in (0, 8):
         _close(lazy.critic_gradients(real, step=step), scaled.critic_gradients(real, step=step))
     for step in (1, 3, 5):

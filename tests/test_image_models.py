@@ -93,7 +93,7 @@ def _bn_critic():
 
 @pytest.mark.parametrize("constraint", ["none", "weight_clip", "spectral_norm", "gradient_penalty"])
 def test_engine_warns_about_batch_norm_in_the_critic_for_every_constraint(constraint):
-    """Issue 12, item 5: the warning comes from the engine, once, whatever the constraint."""
+    """The batch-norm warning comes from the engine, once, whatever the constraint."""
     from lipgan.engine import WGAN, StepConfig
     from lipgan.plugins import load_registry
     from lipgan.testing import small_generator

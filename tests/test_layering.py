@@ -53,3 +53,19 @@ def test_no_module_outside_config_touches_gins_private_registry():
         if "_REGISTRY" in p.read_text() and p.name != "config.py"
     ]
     assert offenders == []
+
+
+def test_every_module_has_a_place_in_the_documented_layers():
+    """docs/architecture.md's layer diagram names every module and subpackage of the core."""
+    layers = (LIPGAN.parent / "docs" / "architecture.md").read_text()
+    layers = layers[layers.index("## Layers") : layers.index("## The plugin contract")]
+    missing = [
+        str(p.relative_to(LIPGAN))
+        for p in sorted(LIPGAN.glob("*.py"))
+        if p.name != "__init__.py" and p.name not in layers
+    ] + [
+        f"{p.name}/"
+        for p in sorted(LIPGAN.iterdir())
+        if (p / "__init__.py").exists() and f"{p.name}/" not in layers
+    ]
+    assert missing == []

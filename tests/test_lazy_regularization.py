@@ -1,4 +1,4 @@
-"""Lazy regularization is scheduled per critic update (issue 12, item 1).
+"""Lazy regularization is scheduled per critic update.
 
 ``gradient_penalty.every=k`` must act on every k-th *critic update* (``StepContext.update``), not on
 every k-th generator iteration: keyed on the iteration, all ``n_critic`` updates of one iteration
@@ -7,19 +7,17 @@ get k·λ and the next (k − 1)·n_critic none, and the critic leaves the const
 
 import json
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from lipgan.constraint import StepContext
-from lipgan.engine import WGAN, StepConfig
-from lipgan.models import mlp_critic, mlp_generator
 from lipgan.testbeds import fit_critic
 from lipgan.testing import _context
 from lipgan_plugins.gradient_penalty import GradientPenalty, lazy_step_is_active
 from lipgan_plugins.no_constraint import NoConstraint
 from tests.conftest import REPO, finish, start_python
+from tests.helpers import toy_wgan
 
 
 def _ctx(step, phase, n_critic):
@@ -43,22 +41,8 @@ def test_update_counts_the_critic_updates_before_a_sub_step():
         _ctx(0, 6, 5)
 
 
-def _wgan(constraint, n_critic):
-    keras.utils.set_random_seed(0)
-    return WGAN(
-        tf.distribute.get_strategy(),
-        critic=lambda s: mlp_critic(s, width=16, depth=2),
-        generator=lambda s: mlp_generator(s, width=16, depth=2),
-        critic_optimizer=lambda: keras.optimizers.SGD(0.1),
-        generator_optimizer=lambda: keras.optimizers.SGD(0.1),
-        constraint=constraint,
-        data_shape=(2,),
-        config=StepConfig(global_batch_size=8, n_critic=n_critic, seed=5),
-    )
-
-
 def test_engine_contexts_count_critic_updates():
-    wgan = _wgan(NoConstraint(), n_critic=5)
+    wgan = toy_wgan(NoConstraint(), n_critic=5)
     assert [wgan.context(2, p).update for p in range(6)] == [10, 11, 12, 13, 14, 15]
 
 
@@ -77,9 +61,9 @@ def _same(a, b):
 
 def test_engine_applies_the_lazy_penalty_per_critic_update():
     real = tf.random.stateless_normal([8, 2], seed=[7, 7])
-    lazy = _wgan(GradientPenalty(weight=0.5, every=2), n_critic=2)
-    scaled = _wgan(GradientPenalty(weight=1.0), n_critic=2)
-    plain = _wgan(NoConstraint(), n_critic=2)
+    lazy = toy_wgan(GradientPenalty(weight=0.5, every=2), n_critic=2)
+    scaled = toy_wgan(GradientPenalty(weight=1.0), n_critic=2)
+    plain = toy_wgan(NoConstraint(), n_critic=2)
     for step, phase in [(0, 0), (1, 0), (2, 0)]:  # updates 0, 2, 4: active
         _same(lazy.critic_gradients(real, step, phase), scaled.critic_gradients(real, step, phase))
     for step, phase in [(0, 1), (1, 1)]:  # updates 1, 3: inactive
@@ -95,7 +79,7 @@ def every_step():
 
 @pytest.mark.parametrize("every", [4, 16])
 def test_lazy_penalty_keeps_the_fixed_pair_optimum(every_step, every):
-    """Issue 12: on the fixed pair, k = 4 and 16 end within 5 % of the every-update ‖∇D‖ and gap.
+    """On the fixed pair, k = 4 and 16 end within 5 % of the every-update ‖∇D‖ and gap.
 
     Keyed on the iteration (the old schedule) they ended at ‖∇D‖ 1.07 and 2.04 (gap 6.1) here.
     """

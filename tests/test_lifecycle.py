@@ -12,37 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from click.testing import CliRunner
 
-from lipgan.cli import cli
 from tests.conftest import finish, start_python
 from tests.fake_dists import make_dist
-
-TINY = [
-    "--bind",
-    "mlp_critic.width=16",
-    "--bind",
-    "mlp_generator.width=16",
-    "--bind",
-    "train.global_batch_size=32",
-    "--bind",
-    "train.log_every=5",
-    "--bind",
-    "train.checkpoint_every=5",
-    "--bind",
-    "train.steps_per_execution=5",
-    "--bind",
-    "train.plot_samples=0",
-    "--bind",
-    "train.n_critic=1",
-    "--bind",
-    "dataset.shuffle_buffer=1000",
-]
-CLI = "import sys; from lipgan.cli import cli; cli(prog_name='lipgan')"
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+from tests.helpers import CLI, TINY, invoke
 
 
 def one_line_error(result, *fragments):

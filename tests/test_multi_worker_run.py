@@ -5,32 +5,13 @@ import json
 import pytest
 
 from tests.conftest import finish, free_port, start_python
+from tests.helpers import TINY_SGD
 
-TINY = [
-    "--bind",
-    "train.steps=3",
-    "--bind",
-    "train.log_every=1",
-    "--bind",
-    "train.global_batch_size=16",
-    "--bind",
-    "mlp_critic.width=16",
-    "--bind",
-    "mlp_generator.width=16",
-    "--bind",
-    "train.critic_optimizer=@critic/SGD",
-    "--bind",
-    "critic/SGD.learning_rate=0.01",
-    "--bind",
-    "train.generator_optimizer=@generator/SGD",
-    "--bind",
-    "generator/SGD.learning_rate=0.01",
-]
 CLI = "from lipgan.cli import cli; cli(prog_name='lipgan')"
 
 
 def lipgan_run(run_dir, *extra, env=None):
-    return start_python("-c", CLI, "run", *TINY, "--run-dir", str(run_dir), *extra, env=env)
+    return start_python("-c", CLI, "run", *TINY_SGD, "--run-dir", str(run_dir), *extra, env=env)
 
 
 def metrics(run_dir):

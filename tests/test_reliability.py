@@ -1,4 +1,4 @@
-"""Faults and hostile inputs (issue 16): each is stopped with one line, and nothing is lost.
+"""Faults and hostile inputs: each is stopped with one line, and nothing is lost.
 
 Every test here backs a row of ``docs/reliability.md``. Training is tiny (toy MLP, width 16,
 n_critic 1, batch 32) so that the in-process tests take seconds.
@@ -13,15 +13,8 @@ import time
 import pytest
 
 from tests.conftest import REPO, finish, start_python
-from tests.test_lifecycle import (
-    CLI,
-    TINY,
-    checkpoint_steps,
-    invoke,
-    one_line_error,
-    snapshot,
-    train,
-)
+from tests.helpers import CLI, TINY, invoke
+from tests.test_lifecycle import checkpoint_steps, one_line_error, snapshot, train
 
 
 def metric_steps(run_dir) -> list[int]:

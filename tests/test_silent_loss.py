@@ -13,15 +13,8 @@ import pytest
 import tensorflow as tf
 
 import lipgan
-from tests.test_lifecycle import (
-    TINY,
-    checkpoint_steps,
-    invoke,
-    one_line_error,
-    snapshot,
-    train,
-    weights,
-)
+from tests.helpers import TINY, invoke
+from tests.test_lifecycle import checkpoint_steps, one_line_error, snapshot, train, weights
 from tests.test_python_api import lipgan_quiet, make_trainer
 
 

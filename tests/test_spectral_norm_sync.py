@@ -1,4 +1,4 @@
-"""spectral_norm keeps its replicas' state equal by construction (issue 12, item 6)."""
+"""spectral_norm keeps its replicas' state equal by construction."""
 
 import json
 

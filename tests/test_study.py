@@ -181,7 +181,8 @@ def test_a_signalled_study_stops_its_cells_and_the_same_command_resumes_them(tmp
     import time
 
     from tests.conftest import finish, start_python
-    from tests.test_lifecycle import CLI, TINY, checkpoint_steps
+    from tests.helpers import CLI, TINY
+    from tests.test_lifecycle import checkpoint_steps
 
     out = tmp_path / "stopped"
     steps = 3000

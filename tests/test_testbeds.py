@@ -30,7 +30,7 @@ def test_fixed_pair_gradient_penalty_with_target_2_reaches_its_closed_form():
 
 @pytest.mark.slow
 def test_batch_norm_critic_reads_differently_in_each_mode_and_layer_norm_does_not():
-    """Why the engine warns about batch norm in critics (issue 12, item 5; docs/plugins.md)."""
+    """Why the engine warns about batch norm in critics (docs/plugins.md)."""
     import warnings
 
     from lipgan.testbeds import critic_gaps, normalized_critic

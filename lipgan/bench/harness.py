@@ -26,12 +26,12 @@ import dataclasses
 import functools
 import json
 import resource
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from lipgan import child_process
 from lipgan.constraint import Constraint
 from lipgan.errors import ConfigError
 
@@ -594,11 +594,7 @@ def run(cfg: BenchConfig, log: Callable[[str], None] = print) -> list[dict]:
             child = dataclasses.replace(cfg, strategies=[strategy_spec])
             config_path.write_text(json.dumps(dataclasses.asdict(child)))
             log(f"{strategy_spec}: child process")
-            done = subprocess.run(
-                [sys.executable, "-m", "lipgan.bench.harness", str(config_path), str(out_path)],
-                capture_output=True,
-                text=True,
-            )
+            done = child_process.run("lipgan.bench.harness", config_path, out_path)
             if done.returncode != 0:
                 tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
                 log(f"{strategy_spec}: skipped ({tail})")

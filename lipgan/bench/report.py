@@ -14,8 +14,8 @@ def machine() -> dict:
     accelerators, TF and Keras versions.
 
     The model name alone does not say it: this project's 2-core "AMD EPYC" machines come with and
-    without AVX-512 (one without measured 87 GFLOP/s on a 2048² float32 matmul; issue #17 quotes
-    ~400 for one with it), and native bf16 exists only on the former.
+    without AVX-512 (one without measured 87 GFLOP/s on a 2048² float32 matmul; one with it
+    was quoted at ~400), and native bf16 exists only on the former.
     """
     import os
 

@@ -41,7 +41,7 @@ import numpy as np
 
 from lipgan.errors import LipganError
 
-#: Fewer points than this make the empirical W1 too noisy to compare runs (the issue's floor).
+#: Fewer points than this make the empirical W1 too noisy to compare runs.
 MIN_W1_POINTS = 1000
 
 #: Generated samples per evaluation in the PacGAN protocol (``num_log_figure_sample`` = 2500).

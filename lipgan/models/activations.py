@@ -71,32 +71,3 @@ def activation_layer(
     if name == "maxmin":
         return GroupSort(2, name=layer_name)
     raise ConfigError(f"unknown critic activation {name!r}: use one of {', '.join(ACTIVATIONS)}")
-
-
-def activation_lipschitz(layer) -> float | None:
-    """The Lipschitz constant of a parameter-free activation layer, or None if not one we know.
-
-    GroupSort, ReLU (no cap or threshold changes this) and identity-like layers are 1-Lipschitz;
-    LeakyReLU with slope α is max(1, |α|)-Lipschitz.
-    """
-    if isinstance(layer, GroupSort):
-        return 1.0
-    if isinstance(layer, keras.layers.ReLU):
-        if layer.threshold:  # a jump at the threshold: not Lipschitz
-            return None
-        return max(1.0, abs(float(layer.negative_slope)))
-    if isinstance(layer, keras.layers.LeakyReLU):
-        return max(1.0, abs(float(layer.negative_slope)))
-    if isinstance(layer, keras.layers.Activation):
-        return activation_fn_lipschitz(layer.activation)
-    return None
-
-
-def activation_fn_lipschitz(fn) -> float | None:
-    """Lipschitz constant of a Keras activation function (a Dense layer's ``activation``)."""
-    name = getattr(fn, "__name__", None)
-    if fn is None or name in ("linear", "relu", "tanh", "sigmoid"):
-        return 0.25 if name == "sigmoid" else 1.0
-    if name == "leaky_relu":
-        return 1.0  # Keras' default negative_slope (0.2) is below 1
-    return None

@@ -32,8 +32,8 @@ def warn_if_batch_norm(critic, constraint_name: str) -> bool:
     ``concat(real, fake)`` with ``training=True`` (batch statistics of the mixed batch), while the
     penalties and the generator call it with ``training=False`` (moving averages). The gradient
     that is penalized is not the gradient of the function that is trained, and a per-example
-    penalty on ‖∇ₓD(x)‖ has no meaning when D(x) depends on the other examples. Measured in
-    issue 12 on a BN critic: the critic gap is 1.131 on the concatenated batch, 0.169 with separate
+    penalty on ‖∇ₓD(x)‖ has no meaning when D(x) depends on the other examples. Measured on a BN
+    critic: the critic gap is 1.131 on the concatenated batch, 0.169 with separate
     real and fake calls and 0.890 in inference mode, three answers for one critic (on the fixed
     pair of :mod:`lipgan.testbeds` under GP: 65.2, 0.02 and 4.6 with ‖∇D‖ 2.5, against 3.40 all
     three ways and ‖∇D‖ 1.13 with layer norm; ``docs/plugins.md``). Layer norm

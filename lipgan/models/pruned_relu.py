@@ -13,12 +13,13 @@ on the penalty gradients.
 :func:`prune_activation_hessians` clones a critic with every ReLU/LeakyReLU (as a layer, or as the
 ``activation`` of a Dense/Conv layer, in nested models too) replaced by these, and copies the weights
 without touching Keras' global RNG (so the same seed gives the same generator with or without
-pruning). Activations are recognized by **identity**, never by name: Keras' own ``relu`` /
-``leaky_relu`` functions (``keras.activations``, ``keras.ops``, ``tf.nn``) and the ``ReLU`` (plain:
-no ``max_value``, no ``threshold``) / ``LeakyReLU`` layers. A user function that happens to be called
-``relu`` is left alone. Replacing only some activations is still exact: each replaced one has the
-same value and first derivative, and its true second derivative is zero; every other layer keeps its
-own derivatives. The clone is then checked against the original on a probe batch (scores and input
+pruning). Activations are recognized by **identity**, never by name, from the one table of
+activation facts (:mod:`lipgan.lipschitz`, :func:`~lipgan.lipschitz.relu_slope`): Keras' own
+``relu`` / ``leaky_relu`` functions (``keras.activations``, ``keras.ops``, ``tf.nn``) and the
+``ReLU`` (plain: no ``max_value``, no ``threshold``) / ``LeakyReLU`` layers. A user function that
+happens to be called ``relu`` is left alone. Replacing only some activations is still exact: each
+replaced one has the same value and first derivative, and its true second derivative is zero; every
+other layer keeps its own derivatives. The clone is then checked against the original on a probe batch (scores and input
 gradients), so a clone that is not the same function is refused, never silently used.
 
 :func:`maybe_prune` is the ``fast_relu`` option of the gradient penalties: ``'auto'`` (the default)
@@ -34,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from lipgan.errors import ConfigError
+from lipgan.lipschitz import relu_layer_slope, relu_slope
 
 
 def pruned_leaky_relu(x: tf.Tensor, negative_slope: float = 0.0) -> tf.Tensor:
@@ -64,6 +66,10 @@ def pruned_relu(x: tf.Tensor) -> tf.Tensor:
     return pruned_leaky_relu(x, 0.0)
 
 
+# How lipgan.lipschitz recognizes a pruned activation (a (leaky) ReLU, not one to prune again).
+pruned_relu.pruned_negative_slope = 0.0
+
+
 @keras.saving.register_keras_serializable(package="lipgan")
 class PrunedLeakyReLU(keras.layers.Layer):
     """Layer form of :func:`pruned_leaky_relu` (``negative_slope=0`` is ReLU)."""
@@ -71,6 +77,11 @@ class PrunedLeakyReLU(keras.layers.Layer):
     def __init__(self, negative_slope: float = 0.0, **kwargs):
         super().__init__(**kwargs)
         self.negative_slope = float(negative_slope)
+
+    @property
+    def pruned_negative_slope(self) -> float:
+        """Read by :mod:`lipgan.lipschitz`: a pruned (leaky) ReLU layer, max(1, |slope|)-Lipschitz."""
+        return self.negative_slope
 
     def call(self, x):
         return pruned_leaky_relu(x, self.negative_slope)
@@ -82,44 +93,11 @@ class PrunedLeakyReLU(keras.layers.Layer):
         return {**super().get_config(), "negative_slope": self.negative_slope}
 
 
-#: Keras' (and TF's) own activation functions, by identity, with the negative slope they apply when
-#: used as a layer's ``activation`` (called with their defaults).
-KNOWN_ACTIVATIONS = {
-    keras.activations.relu: 0.0,
-    keras.ops.relu: 0.0,
-    tf.nn.relu: 0.0,
-    keras.activations.leaky_relu: 0.2,
-    keras.ops.leaky_relu: 0.2,
-    tf.nn.leaky_relu: 0.2,
-}
-
 #: The probe batch of the wrap-time check (stateless noise: Keras' global RNG is not touched).
 PROBE_BATCH = 8
 PROBE_SEED = (0x5EED, 17)
 
 _warned: set[str] = set()
-
-
-def _activation_slope(fn) -> float | None:
-    """The negative slope of a known (leaky) ReLU function, else None (matched by identity)."""
-    try:
-        return KNOWN_ACTIVATIONS.get(fn)
-    except TypeError:  # unhashable callable
-        return None
-
-
-def _plain_relu_slope(layer) -> float | None:
-    """The negative slope if ``layer`` is a plain (leaky) ReLU layer we can replace exactly, else None."""
-    if type(layer) is keras.layers.LeakyReLU:
-        return float(layer.negative_slope)
-    if type(layer) is keras.layers.ReLU:
-        cfg = layer.get_config()
-        if cfg.get("max_value") is None and not cfg.get("threshold"):
-            return float(cfg.get("negative_slope") or 0.0)
-        return None
-    if type(layer) is keras.layers.Activation:
-        return _activation_slope(layer.activation)
-    return None
 
 
 def _pruned_activation(slope: float):
@@ -129,7 +107,7 @@ def _pruned_activation(slope: float):
     def pruned_leaky(x):
         return pruned_leaky_relu(x, slope)
 
-    pruned_leaky.pruned_negative_slope = slope  # read by diagnostics.lipschitz_upper_bound
+    pruned_leaky.pruned_negative_slope = slope  # read by lipgan.lipschitz
     return pruned_leaky
 
 
@@ -146,9 +124,9 @@ def prunable_activations(critic) -> int:
     """How many (leaky) ReLU activations of ``critic`` (nested models included) can be pruned."""
     count = 0
     for layer in _walk(critic):
-        if _plain_relu_slope(layer) is not None:
+        if relu_layer_slope(layer) is not None:
             count += 1
-        elif _activation_slope(getattr(layer, "activation", None)) is not None:
+        elif relu_slope(getattr(layer, "activation", None)) is not None:
             count += 1
     return count
 
@@ -163,7 +141,7 @@ def prune_activation_hessians(critic: keras.Model) -> keras.Model:
     def clone(layer):
         if isinstance(layer, keras.Model):
             return layer  # nested models are cloned by clone_model(recursive=True) itself
-        slope = _plain_relu_slope(layer)
+        slope = relu_layer_slope(layer)
         if slope is not None:
             return PrunedLeakyReLU(slope, name=layer.name, dtype=layer.dtype_policy)
         # Zero initializers: the weights are copied below, and random ones would advance Keras'
@@ -175,7 +153,7 @@ def prune_activation_hessians(critic: keras.Model) -> keras.Model:
         if hasattr(layer, "activation"):
             # get_config serializes a function by its *name*: a user's ``relu`` would come back as
             # Keras' own. Keep the original callable unless it is one we prune.
-            slope = _activation_slope(layer.activation)
+            slope = relu_slope(layer.activation)
             copy.activation = layer.activation if slope is None else _pruned_activation(slope)
         return copy
 

@@ -68,10 +68,6 @@ class StudySpec:
     def as_dict(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
 
-    @classmethod
-    def from_dict(cls, d: dict) -> StudySpec:
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
-
     def cells(self) -> list[Cell]:
         return [
             Cell(

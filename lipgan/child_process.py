@@ -1,0 +1,72 @@
+"""Run a lipgan module as a child Python process (``python -m module args...``).
+
+Why children: TensorFlow fixes its devices (the logical CPUs of a replica count), thread pools and
+memory when it starts, and never gives them back, so a check or a measurement that needs another
+set-up, or isolation from a failure, needs a fresh runtime. The conformance kit's replica probes
+(:mod:`lipgan.testing`), the benchmark's strategies (:mod:`lipgan.bench.harness`) and the study's
+cells (:mod:`lipgan.study.runner`) each start one. This module is how, in one place:
+
+* the child is the parent's interpreter (``sys.executable``), so it sees the same installation;
+* it runs in a neutral folder with the parent's import path made absolute in ``PYTHONPATH``:
+  ``python -m`` puts its working directory first on ``sys.path``, where a checkout's folders
+  would be imported ahead of the installed packages;
+* ``TF_CPP_MIN_LOG_LEVEL`` defaults to 3 (TensorFlow's C++ start-up noise would bury the child's
+  own error in the parent's report), any other variable is the parent's unless overridden;
+* its output is captured as text, and a child past its timeout is killed, never left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+
+
+def command(module: str, *args) -> list[str]:
+    """``[python, '-m', module, *args]`` with the parent's interpreter."""
+    return [sys.executable, "-m", module, *map(str, args)]
+
+
+def environment(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The parent's environment, its import path as ``PYTHONPATH``, quiet TensorFlow, ``overrides``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p or ".") for p in sys.path)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    env.update(overrides or {})
+    return env
+
+
+def start(module: str, *args, env: Mapping[str, str] | None = None, **popen) -> subprocess.Popen:
+    """Start ``python -m module args`` (see the module docstring); stdout and stderr are pipes.
+
+    ``env`` overrides variables of :func:`environment`; ``popen`` goes to ``subprocess.Popen``
+    (e.g. ``start_new_session=True`` for a child that must not get the terminal's Ctrl-C).
+    """
+    return subprocess.Popen(
+        command(module, *args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment(env),
+        cwd=popen.pop("cwd", tempfile.gettempdir()),
+        **popen,
+    )
+
+
+def finish(proc: subprocess.Popen, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Wait for ``proc`` (killed after ``timeout`` seconds) and return its status and output."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def run(
+    module: str, *args, env: Mapping[str, str] | None = None, timeout: float | None = None
+) -> subprocess.CompletedProcess:
+    """:func:`start` then :func:`finish`: one child, run to its end."""
+    return finish(start(module, *args, env=env), timeout)

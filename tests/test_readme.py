@@ -1,0 +1,20 @@
+"""The README's examples are what the CLI prints (a new plugin must not leave them stale)."""
+
+import re
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from lipgan.cli import cli
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_readme_unknown_constraint_error_is_the_real_one():
+    # The README shows the line up to "...": every registered constraint must be in it.
+    shown = re.search(r"\$ lipgan run --bind '(.+)'\n\s+(Error: .+?)\.\.\.\n", README.read_text())
+    assert shown, "README lost its unknown-constraint example"
+    binding, line = shown.groups()
+    result = CliRunner().invoke(cli, ["run", "--bind", binding], catch_exceptions=False)
+    assert result.exit_code != 0
+    assert result.output.strip().startswith(line), result.output
