@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -31,6 +30,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 
 from lipgan.errors import ConfigError, first_line
+from lipgan.interrupt import ORPHAN_ENV
 from lipgan.study.runner import CellProcesses, cell_dir, load_result, run_cell_process
 from lipgan.study.spec import Cell, dumps
 
@@ -96,10 +96,15 @@ class LocalExecutor(Executor):
 RAY_MAX_RETRIES = 3
 
 #: How long a retried task waits for the killed attempt's cell to save its checkpoint and release
-#: the run dir's lock (that cell got SIGTERM when its worker died, see :func:`die_with_parent`).
+#: the run dir's lock (that cell stops itself when its worker dies: :func:`lipgan.interrupt.stop_when_orphaned`).
 LOCK_WAIT_SECONDS = 300.0
 
 _RESOURCE_KEYS = {"num_cpus", "num_gpus", "memory"}
+
+#: Environment variables of the driver that its cells see on the workers too (plugins blocked
+#: with LIPGAN_DISABLE_PLUGINS, TF's log level, TFDS_DATA_DIR): a worker of a cluster started
+#: elsewhere does not inherit the driver's environment.
+FORWARDED_ENV = ("LIPGAN_", "TF_", "TFDS_")
 
 
 def parse_resources(text: str) -> dict[str, float]:
@@ -145,8 +150,8 @@ class RayExecutor(Executor):
 
     A stop request cancels every task (:func:`ray.cancel`, which raises KeyboardInterrupt in a
     running task): a running cell gets SIGTERM, saves its checkpoint and records nothing; cells
-    not started never start. A second signal cancels with ``force=True`` (the workers exit at
-    once; their cells still get SIGTERM from :func:`die_with_parent`).
+    not started never start. A second signal cancels with ``force=True``: the workers exit at
+    once, and their cells, orphaned, stop themselves the same way where they can.
     """
 
     def __init__(self, address: str | None = None, resources=None, storage=None):
@@ -185,9 +190,7 @@ class RayExecutor(Executor):
 
             ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
         storage = self.storage or Path(out).absolute()
-        env = {
-            k: v for k, v in os.environ.items() if k.startswith("LIPGAN_") or k.startswith("TF_")
-        }
+        env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV)}
         task = ray.remote(run_cell_task).options(**self._options())
         try:
             refs = {task.remote(str(storage), c.as_dict(), threads, env): c for c in cells}
@@ -241,9 +244,11 @@ def run_cell_task(storage: str, cell: dict, threads: int, env: dict) -> dict | N
     storage_dir = Path(storage)
     run_dir = cell_dir(storage_dir, spec)
     wait_unlocked(run_dir / ".lock", LOCK_WAIT_SECONDS)
-    os.environ.update(env)  # the driver's LIPGAN_* / TF_* settings (plugins blocked, log level)
-    preexec = die_with_parent()
-    processes = CellProcesses(popen_options={"preexec_fn": preexec} if preexec else None)
+    os.environ.update(env)  # FORWARDED_ENV: the driver's settings for its cells
+    # The cell stops itself (SIGTERM: checkpoint, exit) if this worker dies under it, rather than
+    # run on beside Ray's retry (lipgan.interrupt.stop_when_orphaned, started by the cell).
+    os.environ[ORPHAN_ENV] = str(os.getpid())
+    processes = CellProcesses()
     with ThreadPoolExecutor(max_workers=1) as pool:
         future = pool.submit(run_cell_process, storage_dir, spec, threads, processes)
         try:
@@ -286,40 +291,11 @@ def wait_unlocked(lock_file: Path, timeout: float) -> bool:
                 time.sleep(0.2)
 
 
-_PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent():
-    """A ``preexec_fn`` that makes a cell under Ray get SIGTERM when the process that started it
-    dies, or None where that is not available (not Linux).
-
-    A Ray worker killed mid-cell (OOM killer, ``kill -9``, a raylet going down) cannot forward
-    anything; without this its cell would live on, holding the run dir, while Ray's retry starts
-    a second one. With it the cell gets SIGTERM, saves its checkpoint and exits, and the retry
-    resumes from that checkpoint (``prctl(PR_SET_PDEATHSIG)``, which survives ``exec``). libc's
-    ``prctl`` is looked up here, in the parent; after ``fork`` the child only calls it.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-    return preexec
-
-
 __all__ = [
     "RAY_INSTALL",
     "Executor",
     "LocalExecutor",
     "RayExecutor",
-    "die_with_parent",
     "import_ray",
     "parse_resources",
     "run_cell_task",

@@ -79,13 +79,10 @@ class CellProcesses:
     same command resumes. A second signal is forwarded as it is (the cells abort at once).
     """
 
-    def __init__(self, popen_options: dict | None = None):
+    def __init__(self):
         self._lock = threading.Lock()
         self._live: set[subprocess.Popen] = set()
         self.signum: int | None = None
-        #: Extra ``subprocess.Popen`` arguments for every cell (the Ray executor's
-        #: die-with-parent hook, :mod:`lipgan.study.executors`).
-        self.popen_options = popen_options or {}
 
     def request_stop(self, signum: int, frame=None) -> None:
         forward = signal.SIGTERM if self.signum is None else signum
@@ -107,7 +104,6 @@ class CellProcesses:
                 stderr=subprocess.PIPE,
                 text=True,
                 start_new_session=True,
-                **self.popen_options,
             )
             self._live.add(proc)
         try:
