@@ -6,7 +6,8 @@ stopped it. An executor only decides *where* that function runs; everything else
 finished, progress and ETA, the stop line, the report) is :func:`lipgan.study.runner.run_cells`,
 the same for every executor. The interface (:class:`Executor`):
 
-* ``run(out, cells, threads)`` yields ``(cell, result)`` as cells end, result None for a cell
+* ``start()`` connects to whatever runs the cells, before the study installs its signal
+  handlers; ``run(out, cells, threads)`` then yields ``(cell, result)`` as cells end, result None for a cell
   stopped by a stop request (unfinished, resumable);
 * ``request_stop(signum, frame)`` is installed as the study's SIGINT/SIGTERM handler; ``signum``
   is the first signal received;
@@ -52,6 +53,9 @@ class Executor:
 
     def describe(self) -> str:
         raise NotImplementedError
+
+    def start(self) -> None:
+        """Connect (called once, before the study's stop handlers are installed)."""
 
     def run(self, out: Path, cells: list[Cell], threads: int) -> Iterator[tuple[Cell, dict | None]]:
         raise NotImplementedError
@@ -163,6 +167,7 @@ class RayExecutor(Executor):
         self.default_threads = max(1, int(cpus)) if cpus else None
         self.signum: int | None = None
         self._signals = 0
+        self._owned = False
 
     def describe(self) -> str:
         res = ",".join(f"{k}={v:g}" for k, v in self.resources.items())
@@ -182,13 +187,19 @@ class RayExecutor(Executor):
             options["resources"] = custom
         return {**options, "max_retries": RAY_MAX_RETRIES, "retry_exceptions": False}
 
+    def start(self) -> None:
+        """Connect to Ray, unless this process already is (a notebook, a test). Ray's driver
+        start-up installs a C-level SIGTERM handler (a stack dump, then abort); the study's stop
+        handlers, installed after this, replace it while the study runs."""
+        import logging
+
+        ray = self.ray
+        self._owned = not ray.is_initialized()
+        if self._owned:
+            ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
+
     def run(self, out, cells, threads):
         ray = self.ray
-        owned = not ray.is_initialized()
-        if owned:
-            import logging
-
-            ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
         storage = self.storage or Path(out).absolute()
         env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV)}
         task = ray.remote(run_cell_task).options(**self._options())
@@ -205,7 +216,7 @@ class RayExecutor(Executor):
                     cell = refs[ref]
                     yield cell, self._land(Path(out), cell, ref)
         finally:
-            if owned:
+            if self._owned:
                 ray.shutdown()
 
     def _land(self, out: Path, cell: Cell, ref) -> dict | None:
