@@ -228,3 +228,56 @@ def test_a_signalled_ray_driver_cancels_its_tasks_and_the_same_command_resumes(
         assert json.loads((run_dir / "result.json").read_text())["step"] == steps
         logged = [json.loads(ln)["step"] for ln in (run_dir / "metrics.jsonl").open()]
         assert logged == sorted(set(logged)) and logged[-1] == steps
+
+
+ORPHAN = """
+import os, signal, sys, time
+from lipgan.interrupt import stop_when_orphaned
+signal.signal(signal.SIGTERM, lambda *a: open(sys.argv[1], "a").write("TERM\\n"))
+stop_when_orphaned(os.getppid(), poll_seconds=0.05)
+open(sys.argv[1], "a").write("ready\\n")
+time.sleep(3)
+"""
+
+PARENT = """
+import subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]], start_new_session=True)
+time.sleep(60)
+"""
+
+
+def test_an_orphaned_cell_sends_itself_exactly_one_sigterm(tmp_path):
+    """What a cell under Ray does when its worker is killed (lipgan.interrupt.stop_when_orphaned):
+    one SIGTERM, the graceful stop; a second one would mean "abort without a checkpoint"."""
+    import subprocess
+
+    record = tmp_path / "record"
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, ORPHAN, str(record)])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "ready" not in (
+        record.read_text() if record.exists() else ""
+    ):
+        time.sleep(0.05)
+    time.sleep(0.3)
+    assert "TERM" not in record.read_text()  # nothing while its parent lives
+    parent.kill()
+    parent.wait()
+    time.sleep(2)
+    assert record.read_text().split() == ["ready", "TERM"]
+
+
+def test_a_retry_waits_for_the_killed_attempt_to_release_the_run_dir(tmp_path):
+    import fcntl
+
+    from lipgan.study.executors import wait_unlocked
+
+    lock = tmp_path / ".lock"
+    assert wait_unlocked(lock, 0.1)  # no run yet
+    lock.touch()
+    holder = open(lock)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    assert not wait_unlocked(lock, 0.3)  # held: waits, then gives up
+    threading.Timer(0.3, holder.close).start()  # the old cell exits: the kernel drops its flock
+    started = time.monotonic()
+    assert wait_unlocked(lock, 30)
+    assert time.monotonic() - started >= 0.25

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from lipgan.errors import ConfigError, first_line
 from lipgan.interrupt import ORPHAN_ENV
+from lipgan.rundir import LOCK
 from lipgan.study.runner import CellProcesses, cell_dir, load_result, run_cell_process
 from lipgan.study.spec import Cell, dumps
 
@@ -100,7 +101,8 @@ class LocalExecutor(Executor):
 RAY_MAX_RETRIES = 3
 
 #: How long a retried task waits for the killed attempt's cell to save its checkpoint and release
-#: the run dir's lock (that cell stops itself when its worker dies: :func:`lipgan.interrupt.stop_when_orphaned`).
+#: the run dir's lock (that cell stops itself when its worker dies, see
+#: :func:`lipgan.interrupt.stop_when_orphaned`).
 LOCK_WAIT_SECONDS = 300.0
 
 _RESOURCE_KEYS = {"num_cpus", "num_gpus", "memory"}
@@ -254,7 +256,7 @@ def run_cell_task(storage: str, cell: dict, threads: int, env: dict) -> dict | N
     spec = Cell(**{**cell, "bindings": tuple(cell.get("bindings", ()))})
     storage_dir = Path(storage)
     run_dir = cell_dir(storage_dir, spec)
-    wait_unlocked(run_dir / ".lock", LOCK_WAIT_SECONDS)
+    wait_unlocked(run_dir / LOCK, LOCK_WAIT_SECONDS)
     os.environ.update(env)  # FORWARDED_ENV: the driver's settings for its cells
     # The cell stops itself (SIGTERM: checkpoint, exit) if this worker dies under it, rather than
     # run on beside Ray's retry (lipgan.interrupt.stop_when_orphaned, started by the cell).
