@@ -7,8 +7,8 @@ finished, progress and ETA, the stop line, the report) is :func:`lipgan.study.ru
 the same for every executor. The interface (:class:`Executor`):
 
 * ``start()`` connects to whatever runs the cells, before the study installs its signal
-  handlers; ``run(out, cells, threads)`` then yields ``(cell, result)`` as cells end, result None for a cell
-  stopped by a stop request (unfinished, resumable);
+  handlers; ``run(out, cells, threads)`` then yields ``(cell, result)`` as cells end, result
+  None for a cell stopped by a stop request (unfinished, resumable);
 * ``request_stop(signum, frame)`` is installed as the study's SIGINT/SIGTERM handler; ``signum``
   is the first signal received;
 * ``describe()`` is the end of the study's first progress line; ``default_threads`` the TF
@@ -38,7 +38,7 @@ from lipgan.study.spec import Cell, dumps
 
 try:
     import fcntl
-except ImportError:  # not on Windows; the lock wait below is then skipped
+except ImportError:  # Windows: no flock, the lock wait below is skipped
     fcntl = None
 
 RAY_INSTALL = "pip install 'lipgan[ray]'"
@@ -201,6 +201,8 @@ class RayExecutor(Executor):
             ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
 
     def run(self, out, cells, threads):
+        if not cells:
+            return
         ray = self.ray
         storage = self.storage or Path(out).absolute()
         env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV)}

@@ -191,7 +191,8 @@ def run_cells(
         f"study: {total} cells, {len(results)} already finished, {len(todo)} to run, "
         f"{executor.describe()}"
     )
-    executor.start()  # before the stop handlers: Ray's start-up installs its own
+    if todo:
+        executor.start()  # before the stop handlers: Ray's start-up installs its own
     with _forwarding_signals(executor):
         for n, (cell, result) in enumerate(executor.run(out, todo, threads), 1):
             if result is None:
