@@ -28,6 +28,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=300)
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--threads", type=int, default=0, help="TF threads (0: TF's default)")
+    parser.add_argument("--constraint", action="append", help="only these rows' constraints")
     args = parser.parse_args()
     if args.threads:
         import tensorflow as tf
@@ -55,6 +56,8 @@ def main() -> None:
     for name in args.problem or ["absolute_value", "cone"]:
         problem = testbeds.PROBLEMS[name]
         for kind, activation in ROWS:
+            if args.constraint and kind not in args.constraint:
+                continue
             constraint = make[kind]()
             result = testbeds.fit_critic(
                 constraint,

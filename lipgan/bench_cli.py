@@ -2,7 +2,7 @@
 
 Example (the command behind ``benchmarks/RESULTS.md``)::
 
-    lipgan bench --model toy --model dcgan --mode function --out benchmarks
+    lipgan bench --model toy --model dcgan --out benchmarks
 """
 
 from __future__ import annotations
@@ -29,6 +29,19 @@ def _batches(values) -> dict[str, list[int]]:
         if not eq or not sweep[model]:
             raise ConfigError(f"--batch {value!r} does not parse; expected e.g. dcgan=32,64")
     return sweep
+
+
+def _check_strategies(specs, harness) -> None:
+    """Every ``--strategy`` names a registered strategy with valid arguments, before anything runs.
+
+    The sweep runs non-default strategies in child processes and skips one that fails to start
+    (a TPU that is not there): a typo must not be "skipped" and overwrite ``--out`` (issue 27).
+    """
+    from lipgan.plugins import load_registry
+
+    registry = load_registry().registry
+    for spec in specs:
+        harness._instantiate(registry, "strategy", spec)  # noqa: SLF001 - one-line errors
 
 
 @click.command()
@@ -59,9 +72,13 @@ def _batches(values) -> dict[str, list[int]]:
     "--mode",
     "modes",
     multiple=True,
-    type=click.Choice(["eager", "function", "xla", "function+bf16", "xla+bf16"]),
-    help="Execution mode (repeatable; default: function): eager, tf.function, XLA; '+bf16' adds "
-    "train.mixed_precision='mixed_bfloat16' (GP norms and losses stay float32; no keras-io row).",
+    type=click.Choice(
+        ["auto", "eager", "function", "xla", "auto+bf16", "function+bf16", "xla+bf16"]
+    ),
+    help="Execution mode (repeatable; default: auto): auto is what `lipgan run` does "
+    "(train.jit_compile='auto': XLA or tf.function, each row says which), eager, tf.function, "
+    "XLA; '+bf16' adds train.mixed_precision='mixed_bfloat16' (GP norms and losses stay float32; "
+    "no keras-io row).",
 )
 @click.option(
     "--measure",
@@ -140,7 +157,7 @@ def bench(
         models=list(models) or ["toy", "dcgan"],
         constraints=list(constraints) or None,
         strategies=list(strategies) or ["default"],
-        modes=list(modes) or ["function"],
+        modes=list(modes) or ["auto"],
         batches=_batches(batches),
         measurements=list(measurements) or list(harness.MEASUREMENTS),
         keras_io=not no_keras_io,
@@ -151,7 +168,12 @@ def bench(
         count_flops=not no_flops,
         probe=not no_probe,
     )
+    _check_strategies(cfg.strategies, harness)
     records = harness.run(cfg, log=lambda line: click.echo(line, err=True))
+    if not records:
+        raise ConfigError(
+            f"no benchmark ran (every strategy was skipped, see above); {out} is left as it was"
+        )
     command = "lipgan bench " + " ".join(shlex.quote(a) for a in sys.argv[2:])
     paths = report.write(records, out, command)
     click.echo(report.markdown_table(records))

@@ -25,9 +25,10 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import tensorflow as tf
 
-from lipgan.errors import CheckpointError, first_line
+from lipgan.errors import CheckpointError, NonFiniteLossError, first_line
 from lipgan.rundir import CHECKPOINT_DIR, checkpoint_steps
 
 STATE_FILE = "checkpoint"
@@ -104,6 +105,15 @@ class RunCheckpoint:
         #: Whether the restored checkpoint also restored the input position.
         self.input_restored = False
 
+    def track_input(self, iterator) -> None:
+        """Checkpoint ``iterator`` from now on: the loop replaced its iterator (a fast-forward).
+
+        The checkpoint must hold the position of the iterator that training reads, or a later
+        resume restores a stream that was never advanced (issue 27).
+        """
+        self.iterator = iterator
+        self._use(iterator)
+
     def _use(self, iterator) -> None:
         objects = dict(self.state, data=iterator) if iterator is not None else self.state
         self.checkpoint = tf.train.Checkpoint(**objects)
@@ -113,9 +123,12 @@ class RunCheckpoint:
     def _manager(self) -> tf.train.CheckpointManager:
         """The manager for saving, made on the first save: a damaged state file is rewritten from
         the checkpoint files first, so the manager keeps and later deletes the right ones."""
-        _, problem = read_state(self.directory)
-        if problem is not None:
-            write_state(self.directory, checkpoint_steps(self.directory))
+        listed, problem = read_state(self.directory)
+        found = checkpoint_steps(self.directory)
+        if problem is not None or {_step_of(p) for p in listed} != set(found):
+            # Also when a save was killed after its files were renamed into place but before the
+            # state file listed them: listed now, they are pruned beyond max_to_keep as usual.
+            write_state(self.directory, found)
         return tf.train.CheckpointManager(self.checkpoint, str(self.directory), self.max_to_keep)
 
     @property
@@ -181,6 +194,18 @@ class RunCheckpoint:
                     f"{path} was written with train.seed={int(self.seed.numpy())} but the config says "
                     f"{self.wgan.config.seed}; use the run's own config.gin or a new --run-dir"
                 )
+            bad = self.wgan.nonfinite_weight()
+            if bad is not None:
+                # Saved before lipgan checked weights: training would only stop again at once.
+                if not self.training:
+                    raise CheckpointError(
+                        f"{path} holds a non-finite {bad}, so its samples and metrics would be "
+                        "NaN; it was saved before lipgan checked weights: resume training from an "
+                        f"earlier checkpoint (delete {Path(path).name}.*) or retrain"
+                    )
+                errors.append(f"{Path(path).name}: non-finite {bad}")
+                warn(f"warning: {path} holds a non-finite {bad}; trying the previous checkpoint")
+                continue
             self.current = path
             return int(self.wgan.iteration.numpy())
         if candidates:
@@ -194,6 +219,19 @@ class RunCheckpoint:
         """Write a checkpoint for ``iteration`` unless the latest one already is for it."""
         if self.current is not None and self.current.endswith(f"-{iteration}"):
             return
+        bad = self.wgan.nonfinite_weight()
+        if bad is not None:
+            # The in-graph guard stops before this; this keeps any other path (a plugin's
+            # after_update, a Python caller) from turning NaN weights into "the last good checkpoint".
+            kept = (
+                f"the last good checkpoint {Path(self.current).name} is kept"
+                if self.current
+                else "no checkpoint was written"
+            )
+            raise NonFiniteLossError(
+                f"non-finite {bad} at step {iteration}; checkpoint {iteration} is not written and "
+                f"{kept}; lower the learning rate or check the data and the constraint"
+            )
         if self.manager is None:
             self.manager = self._manager()
         try:
@@ -203,10 +241,14 @@ class RunCheckpoint:
             # mistaken for one, and the previous one is still the latest.
             for partial in self.directory.glob(f"ckpt-{iteration}_temp*"):
                 shutil.rmtree(partial, ignore_errors=True)
-            kept = f"{Path(self.current).name} is kept" if self.current else "none was written"
+            kept = (
+                f"the previous checkpoint {Path(self.current).name} is kept"
+                if self.current
+                else "no checkpoint was written before"
+            )
             raise CheckpointError(
                 f"cannot save checkpoint {iteration} in {self.directory} ({first_line(exc, 200)}); "
-                f"the previous checkpoint {kept}; a checkpoint needs about "
+                f"{kept}; a checkpoint needs about "
                 f"{_megabytes(self._size())} free there"
             ) from None
 
@@ -218,7 +260,8 @@ class RunCheckpoint:
             if size:
                 return size
         variables = [v for obj in self.state.values() for v in _variables(obj)]
-        return sum(v.shape.num_elements() * v.dtype.size for v in variables)
+        # Keras 3 variables name their dtype as a string ("float32"): tf.as_dtype reads both.
+        return sum(int(np.prod(v.shape)) * tf.as_dtype(v.dtype).size for v in variables)
 
     def _save(self, iteration: int, warn: Callable[[str], None]) -> None:
         try:

@@ -33,6 +33,10 @@ disable_option = click.option(
 )
 
 
+#: Seeds that numpy and TensorFlow's stateless RNG both take (click names the range on misuse).
+SEED = click.IntRange(min=0, max=2**31 - 1)
+
+
 def config_options(command):
     """``--gin FILE...`` and ``--bind 'a.b=v'...``: the config a command reads."""
     command = click.option(
@@ -109,6 +113,15 @@ class LipganGroup(click.Group):
         except Interrupted as exc:
             click.echo(f"{exc.prefix}: {first_line(exc)}", err=True)
             sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            # SIGINT before training installed its handlers (importing TensorFlow, building the
+            # models): click would print "Aborted!" and exit 1; schedulers expect 128 + SIGINT.
+            click.echo(
+                "Stopped: SIGINT outside the training loop (during start-up or shut-down); "
+                "nothing more was saved",
+                err=True,
+            )
+            sys.exit(130)
         except LipganError as exc:
             _fail(first_line(exc))
         except Exception as exc:
@@ -314,7 +327,7 @@ def eval_command(run_dir, num_samples, bindings, mock_data, disabled):
     show_default=True,
     help="Real, fake and interpolated points each.",
 )
-@click.option("--seed", type=int, help="Sampling seed (default: the run's train.seed).")
+@click.option("--seed", type=SEED, help="Sampling seed (default: the run's train.seed).")
 @click.option("--mock-data", is_flag=True, help="Real samples from tfds.testing.mock_data.")
 @click.option(
     "--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name."
@@ -355,7 +368,7 @@ def audit_command(run_dir, points, seed, mock_data, disabled):
     required=True,
     help="Output file: OUT.npz (array 'samples') and OUT.png next to it.",
 )
-@click.option("--seed", type=int, help="Noise seed (default: the run's train.seed).")
+@click.option("--seed", type=SEED, help="Noise seed (default: the run's train.seed).")
 @disable_option
 def sample(run_dir, num, out, seed, disabled):
     """Generate samples from the latest checkpoint of RUN_DIR (.npz and a PNG grid or scatter)."""

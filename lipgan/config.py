@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib.resources
+import inspect
 import logging
+import math
 import re
 import tokenize
 from pathlib import Path
@@ -105,6 +107,43 @@ def train_configured(*, run_dir, force: bool = False, progress=None):
         config_text=gin.config_str(),
         operative_config=gin.operative_config_str,
     )
+
+
+def fit_configured(trainer, *, run_dir, progress=None):
+    """:func:`train_configured` for a trainer already built by :func:`build_trainer`: the same
+    ``fit`` call with the same gin record, for a caller that needs the trainer while it trains
+    (the study's cells evaluate between compiled calls, ``lipgan.study.cell``)."""
+    from lipgan import run
+
+    values = gin.get_bindings(run.train)
+    run.check_parameter_types(values)
+
+    def operative() -> str:
+        # gin records a configurable's parameters when gin calls it; ``train`` was not called
+        # here, so its bound values are appended as the config states them.
+        bound = [line for line in gin.config_str().splitlines() if line.startswith("train.")]
+        return (
+            gin.operative_config_str() + "\n# Parameters for train (as bound):\n" + "\n".join(bound)
+        )
+
+    return trainer.fit(
+        int(values.get("steps", inspect.signature(run.train).parameters["steps"].default)),
+        run_dir=str(run_dir),
+        progress=progress,
+        config_text=gin.config_str(),
+        operative_config=operative,
+    )
+
+
+def query(gin_files: list[str], name: str, registry: Registry):
+    """The value that ``gin_files`` bind to ``name`` (e.g. ``train.steps``); leaves gin cleared."""
+    parse(gin_files, [], registry)
+    try:
+        return gin.query_parameter(name)
+    except ValueError:
+        raise ConfigError(f"{', '.join(gin_files)} binds no {name}") from None
+    finally:
+        gin.clear_config()
 
 
 def build_trainer():
@@ -207,10 +246,40 @@ def _missing_include(path: Path) -> str:
         return f"{path}: cannot be read ({exc.strerror or exc})"
     for match in _INCLUDE.finditer(text):
         name = match.group("name")
-        if not any((base / name).is_file() for base in (Path(), path.parent, _configs_dir())):
-            line = text.count("\n", 0, match.start()) + 1
-            return f"{path}:{line}: include {name!r}: no such file (relative to the current dir or lipgan's configs)"
+        line = text.count("\n", 0, match.start()) + 1
+        # Where gin looks: the current directory and lipgan's configs (its search path).
+        if any((base / name).is_file() for base in (Path(), _configs_dir())):
+            continue
+        beside = path.parent / name
+        if beside.is_file():
+            return (
+                f"{path}:{line}: include {name!r} is not found: gin resolves includes from the "
+                f"current directory and lipgan's configs, not from the including file's folder "
+                f"(it is at {beside}); run from {path.parent or '.'} or write the path relative "
+                "to the current directory"
+            )
+        return f"{path}:{line}: include {name!r}: no such file (relative to the current dir or lipgan's configs)"
     return f"{path}: a file it includes cannot be read"
+
+
+def _include_loop(path: Path, chain: tuple[Path, ...] = ()) -> str | None:
+    """``a.gin -> b.gin -> a.gin`` when ``path``'s includes lead back to a file on the way."""
+    if path in chain:
+        return " -> ".join(str(p) for p in (*chain[chain.index(path) :], path))
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    for match in _INCLUDE.finditer(text):
+        name = match.group("name")
+        found = next(
+            (base / name for base in (Path(), _configs_dir()) if (base / name).is_file()), None
+        )
+        if found is not None:
+            loop = _include_loop(found.resolve(), (*chain, path))
+            if loop:
+                return loop
+    return None
 
 
 @contextlib.contextmanager
@@ -278,14 +347,70 @@ def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list
         except OSError:
             gin.clear_config()
             raise ConfigError(_missing_include(path)) from None
+        except RecursionError:
+            gin.clear_config()
+            loop = _include_loop(path.resolve()) or "a file includes itself"
+            raise ConfigError(
+                f"{path}: its includes form a loop ({loop}); remove the include that closes it"
+            ) from None
+        except Exception as exc:  # noqa: BLE001 - a module imported by the config raised
+            imported = re.search(r"^\s*import\s+([\w.]+)", str(exc), re.MULTILINE)
+            if imported is None:
+                raise
+            gin.clear_config()
+            raise ConfigError(
+                f"{path}: `import {imported.group(1)}` failed: it raised {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0]}; fix that module or remove the import"
+            ) from None
     for binding in bindings:
         if "=" not in binding:
             raise ConfigError(
                 f"--bind {binding!r} does not parse; expected 'configurable.param=value'"
+            )
+        word = _NOT_A_NUMBER.match(binding.split("=", 1)[1])
+        if word:
+            gin.clear_config()
+            raise ConfigError(
+                f"--bind {binding!r}: {word.group(1)!r} is not a value gin reads, and numeric "
+                "parameters must be finite numbers anyway; give a number"
             )
         try:
             gin.parse_config(binding)
         except (ValueError, SyntaxError, tokenize.TokenError, TypeError) as exc:
             gin.clear_config()
             raise ConfigError(_one_line(exc, f"--bind {binding!r}", registry)) from None
+    check_finite(bindings)
     return paths
+
+
+_NOT_A_NUMBER = re.compile(r"^\s*([+-]?(?:nan|inf|infinity))\s*$", re.IGNORECASE)
+
+
+def _nonfinite(value) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, (list, tuple)):
+        return any(map(_nonfinite, value))
+    if isinstance(value, dict):
+        return any(map(_nonfinite, value.values()))
+    return False
+
+
+def check_finite(bindings: list[str]) -> None:
+    """Refuse a parsed config holding a NaN or infinite number (``weight_clip.c = 1e999``).
+
+    gin reads ``1e999`` as ``inf`` but writes it back into ``config.gin`` as ``# None.``, so a
+    resume is refused and ``sample``/``eval`` rebuild the model with the default instead (issue
+    27); no parameter of lipgan means anything at infinity. Checked before anything is written.
+    """
+    for (scope, selector), parameters in gin.config._CONFIG.items():  # noqa: SLF001
+        for parameter, value in parameters.items():
+            if _nonfinite(value):
+                name = f"{scope + '/' if scope else ''}{selector.split('.')[-1]}.{parameter}"
+                given = next((b for b in bindings if b.split("=")[0].strip().endswith(name)), None)
+                where = f"--bind {given!r}: " if given else ""
+                gin.clear_config()
+                raise ConfigError(
+                    f"{where}{name} = {value!r} is not a finite number; numeric parameters must "
+                    "be finite (a very large number overflows to inf: write it out smaller)"
+                )

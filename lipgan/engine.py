@@ -33,9 +33,11 @@ METRICS = ("critic_loss", "wasserstein", "penalty", "generator_loss")
 
 #: What the non-finite guard watches in each critic update, then in the generator update, in the order
 #: they are computed. ``critic loss`` is the Wasserstein term alone, so a NaN penalty is blamed on the
-#: penalty, and a gradient is blamed only when the values it came from were finite.
-CRITIC_TERMS = ("critic loss", "penalty", "critic gradient")
-GENERATOR_TERMS = ("generator loss", "generator gradient")
+#: penalty, and a gradient is blamed only when the values it came from were finite. The weights are
+#: checked after each update too: finite gradients times a huge learning rate overflow them, and
+#: weights are what a checkpoint keeps (issue 27: an Inf generator was kept as "the last good one").
+CRITIC_TERMS = ("critic loss", "penalty", "critic gradient", "critic weights")
+GENERATOR_TERMS = ("generator loss", "generator gradient", "generator weights")
 
 
 class LoopResult(NamedTuple):
@@ -288,7 +290,9 @@ class WGAN:
         grads, metrics, health = self.critic_loss_and_gradients(real, ctx)
         self.critic_optimizer.apply_gradients(zip(grads, self.critic.trainable_variables))
         self.constraint.after_update(self.critic)
-        return metrics, health
+        # Read after the update and after_update (automatic control dependencies keep the order).
+        weights = nonfinite(*self.critic.trainable_variables)
+        return metrics, tf.concat([health, weights[None]], axis=0)
 
     def generator_update(self, ctx: StepContext):
         with tf.GradientTape() as tape:
@@ -297,7 +301,9 @@ class WGAN:
         variables = self.generator.trainable_variables
         grads = zeros_for_none(tape.gradient(loss, variables), variables)
         self.generator_optimizer.apply_gradients(zip(grads, variables))
-        return {"generator_loss": loss}, tf.stack([nonfinite(loss), nonfinite(*grads)])
+        return {"generator_loss": loss}, tf.stack(
+            [nonfinite(loss), nonfinite(*grads), nonfinite(*variables)]
+        )
 
     def replica_iteration(self, reals, step):
         """``n_critic`` critic updates (one real batch each) and one generator update.
@@ -379,6 +385,49 @@ class WGAN:
         if self._loop is None:
             self._loop = self._build_loop()
         return self._loop(iterator, tf.constant(num_iterations, tf.int64))
+
+    def advance(self, iterator, batches: int) -> None:
+        """Read and drop ``batches`` global batches of ``iterator`` (a resume's fast-forward).
+
+        Reading through the iterator itself, rather than building ``dataset.skip(n)``, keeps the
+        pipeline's structure, so its position can still be checkpointed and restored later.
+        """
+
+        @tf.function
+        def drop(iterator, n):
+            for _ in tf.range(n):
+                next(iterator)
+
+        drop(iterator, tf.constant(batches, tf.int64))
+
+    def replica_drift(self) -> tuple[float, str | None]:
+        """The largest difference between two replicas' copies of a model variable, and which.
+
+        Mirrored variables stay equal only if every replica computes the same update; a plugin's
+        ``after_update`` that depends on the replica id breaks that silently (issue 27).
+        """
+        worst, where = 0.0, None
+        for label, model in (("critic", self.critic), ("generator", self.generator)):
+            for variable in model.weights:
+                # A Keras variable holds the distributed tf.Variable in ``_value`` (TF backend).
+                tf_variable = getattr(variable, "_value", variable)
+                copies = [
+                    tf.cast(c, tf.float32)
+                    for c in self.strategy.experimental_local_results(tf_variable)
+                ]
+                for copy in copies[1:]:
+                    gap = float(tf.reduce_max(tf.abs(copy - copies[0])))
+                    if gap > worst:
+                        worst, where = gap, f"{label} weight {variable.path}"
+        return worst, where
+
+    def nonfinite_weight(self) -> str | None:
+        """The first model variable holding a NaN or Inf (``critic weight <path>``), else ``None``."""
+        for label, model in (("critic", self.critic), ("generator", self.generator)):
+            for variable in model.weights:
+                if not bool(tf.reduce_all(tf.math.is_finite(tf.cast(variable, tf.float32)))):
+                    return f"{label} weight {variable.path}"
+        return None
 
     def run(self, iterator, num_iterations: int) -> dict:
         """Run ``num_iterations`` iterations; the metrics of the last one.

@@ -22,6 +22,8 @@ import io
 import numpy as np
 import tensorflow as tf
 
+from lipgan.errors import ConfigError
+
 #: The counter of the noise stream for samples, so that it never meets the training noise.
 SAMPLE_STREAM = 7
 GENERATE_BATCH = 512
@@ -55,6 +57,24 @@ def toy_set_of(wgan, dataset) -> str | None:
     return toy if toy in SAMPLERS else None
 
 
+def check_num_samples(wgan, dataset, num_samples: int, what: str = "train.eval_samples") -> None:
+    """Raise :class:`ConfigError` when ``num_samples`` is too few for the metrics of this data.
+
+    Called before a run writes anything, so a periodic evaluation cannot fail only after the
+    training and checkpointing that led up to it (issue 27).
+    """
+    toy = toy_set_of(wgan, dataset)
+    if toy:
+        from lipgan.metrics.toy import MIN_W1_POINTS
+
+        if num_samples < MIN_W1_POINTS:
+            raise ConfigError(
+                f"{what}={num_samples} is too few for the toy metrics of {toy} (they need >= "
+                f"{MIN_W1_POINTS} points; PacGAN's protocol uses 2500): raise it, or set "
+                "train.eval_every=0"
+            )
+
+
 def critic_wasserstein(critic, real: np.ndarray, fake: np.ndarray) -> float:
     scores = lambda x: np.asarray(critic(tf.convert_to_tensor(x), training=False), np.float64)  # noqa: E731
     return float(scores(real).mean() - scores(fake).mean())
@@ -68,8 +88,11 @@ def evaluate(
     batch_size: int,
     num_samples: int = 2048,
     inception_weights: str | None = None,
+    w1_floor: bool = True,
 ) -> dict:
-    """All metrics that apply to this run's data, as a flat ``{'eval/...': float}`` dict."""
+    """All metrics that apply to this run's data, as a flat ``{'eval/...': float}`` dict.
+
+    ``w1_floor=False`` skips the toy sets' real-vs-real floor (a study computes it once)."""
     fake = generate(wgan, num_samples, seed)
     real = real_samples(dataset, num_samples, batch_size, seed)
     out = {"eval/critic_wasserstein": critic_wasserstein(wgan.critic, real, fake)}
@@ -77,7 +100,9 @@ def evaluate(
     if toy:
         from lipgan.metrics.toy import toy_metrics
 
-        out.update({f"eval/{k}": v for k, v in toy_metrics(toy, fake, real).items()})
+        out.update(
+            {f"eval/{k}": v for k, v in toy_metrics(toy, fake, real, floor=w1_floor).items()}
+        )
     name = getattr(dataset, "dataset_name", "") or ""
     if len(wgan.data_shape) == 3 and name.split(":")[0] == "lipgan_digits":
         from lipgan.metrics import images

@@ -27,7 +27,14 @@ import tensorflow as tf
 
 from lipgan.checkpoint import RunCheckpoint, checkpointable
 from lipgan.engine import METRICS, StepConfig
-from lipgan.errors import CheckpointError, ConfigError, Interrupted, NonFiniteLossError
+from lipgan.errors import (
+    CheckpointError,
+    ConfigError,
+    DatasetError,
+    Interrupted,
+    LipganError,
+    NonFiniteLossError,
+)
 from lipgan.interrupt import StopRequests
 from lipgan.progress import Progress
 from lipgan.rundir import SAMPLES, RunDir
@@ -160,6 +167,36 @@ def trainer_from_settings(settings: dict) -> Trainer:
     )
 
 
+def op_error_cause(exc: tf.errors.OpError) -> str:
+    """The line of a TensorFlow runtime error that says what failed.
+
+    A compiled call's error reads "Graph execution error:", then the Python stack of the op, then
+    the cause, then ``[[{{node ...}}]]``: the cause is the line before the first node marker.
+    """
+    lines = [ln.strip() for ln in str(exc.message).splitlines() if ln.strip()]
+    for i, line in enumerate(lines):
+        if line.startswith("[[") and i:
+            return lines[i - 1]
+    return lines[-1] if lines else type(exc).__name__
+
+
+def runtime_error(exc: tf.errors.OpError, done: int, kept: str | None) -> LipganError:
+    """One line for a data or cluster failure in the middle of training (was only "Graph
+    execution error"): what failed, and what to do."""
+    cause = op_error_cause(exc)
+    resume = f"the last checkpoint {kept} is kept" if kept else "no checkpoint was written"
+    if isinstance(exc, tf.errors.DataLossError):
+        return DatasetError(
+            f"the input data is damaged ({cause}) after step {done}; {resume}; rebuild or "
+            "re-download the dataset (a truncated TFDS shard: delete its folder and prepare it "
+            "again), then run the same command to resume"
+        )
+    return LipganError(
+        f"the cluster failed after step {done} ({cause}): a worker died or became unreachable; "
+        f"{resume}; restart every worker with the same command to resume"
+    )
+
+
 @dataclasses.dataclass
 class TrainingLoop:
     """The host loop of one :meth:`Trainer.fit` call and everything it does between compiled calls."""
@@ -182,7 +219,6 @@ class TrainingLoop:
         self.wgan = self.trainer.wgan
         #: Every row logged by this call (what metrics.jsonl receives), for the TrainState.
         self.history: list[dict] = []
-        self.iterator = self.wgan.distribute(self.data)
         self.rundir: RunDir | None = None
         self.checkpoint: RunCheckpoint | None = None
         self.probe = None
@@ -208,7 +244,7 @@ class TrainingLoop:
         a second run on the same dir stops at once instead of interleaving its writes.
         """
         if run_dir is None:
-            return 0
+            return self.trainer.step  # fit(steps) counts steps in total, as train.steps does
         rundir = RunDir(run_dir)
         try:
             return self._open(rundir, run_dir, force, settings, config_text)
@@ -218,47 +254,102 @@ class TrainingLoop:
 
     def _open(self, rundir, run_dir, force, settings, config_text) -> int:
         chief = self.trainer.chief
+        fingerprint, why = self.trainer.data_fingerprint()
+        if fingerprint is None and why:
+            self.progress.message(
+                f"note: the data cannot be fingerprinted ({why}), so resuming this run dir cannot "
+                "check that the data is the same"
+            )
         differences = rundir.check(settings, config_text, force) if chief else []
-        saved_input = self.checkpoint_input and checkpointable(self.iterator)
+        iterator = self.trainer.input_iterator()
+        saved_input = self.checkpoint_input and checkpointable(iterator)
         self.checkpoint = RunCheckpoint(
             run_dir,
             self.wgan,
-            self.iterator if saved_input else None,
+            iterator if saved_input else None,
             self.trainer.intervals.max_checkpoints,
         )
         start = self.checkpoint.restore(warn)
-        if start and not self.checkpoint.input_restored:
-            # The input stream is a deterministic function of the seed: replaying it to where the
-            # checkpoint was taken is exact, at the cost of reading the skipped batches once.
-            consumed = start * self.wgan.config.n_critic
-            self.progress.message(
-                f"fast-forwarding the input pipeline by {consumed} batches (this "
-                "strategy's input iterator cannot be checkpointed)"
-            )
-            # A new pipeline, not a second iterator over ``self.data``: with
-            # reshuffle_each_iteration, every iterator of one dataset object shuffles differently.
-            trainer = self.trainer
-            fresh = trainer.dataset(trainer.global_batch_size, trainer.seed)
-            self.iterator = self.wgan.distribute(fresh.skip(consumed))
+        if self.checkpoint.latest is None:
+            start = self.trainer.step  # nothing restored: continue the models in memory
+        if self.checkpoint.input_restored:
+            self.trainer.input_at(iterator, start)
+        else:
+            self.fast_forward(start, saved_input)
         if self.wgan.workers_disagree(start):
             raise CheckpointError(
                 f"the workers resumed {run_dir} from different steps; the run dir must be on a "
                 "filesystem that every worker reads"
             )
         if chief:
-            rundir.begin(settings, config_text, start, replaced=bool(differences))
+            rundir.begin(settings, config_text, start, replaced=bool(differences), warn=warn)
             self.rundir = rundir
             if differences:
                 self.progress.message(
                     f"force: continuing with changed settings ({differences[0]}, ...)"
                 )
-        if start:
+        if self.checkpoint.latest is not None:
             self.progress.message(f"resumed from {self.checkpoint.latest} at step {start}")
         return start
 
+    def fast_forward(self, start: int, saved_input: bool) -> None:
+        """Put the trainer's input iterator at iteration ``start`` if it is not there already.
+
+        The input stream is a deterministic function of the seed: replaying it to where the
+        checkpoint was taken is exact, at the cost of reading the skipped batches once. A new
+        pipeline, not a second iterator over ``trainer.data``: with reshuffle_each_iteration, every
+        iterator of one dataset object shuffles differently. When the input position is
+        checkpointed, the checkpoint tracks the new iterator from now on (it is the one training
+        reads), and the batches are dropped through it so that its structure, and so its saved
+        position, is the same as a fresh run's.
+        """
+        trainer = self.trainer
+        if trainer.input_step == start:
+            return
+        consumed = start * self.wgan.config.n_critic
+        latest = self.checkpoint.latest
+        if latest is None:
+            why = "the input position was lost when an earlier call failed"
+        elif not self.checkpoint_input:
+            why = "train.checkpoint_input=False"
+        elif not saved_input:
+            why = "this strategy's input iterator cannot be checkpointed"
+        else:
+            why = (
+                f"{Path(latest).name} holds no input position: it was written with "
+                "train.checkpoint_input=False or by a strategy whose input cannot be checkpointed"
+            )
+        self.progress.message(f"fast-forwarding the input pipeline by {consumed} batches ({why})")
+        fresh = trainer.dataset(trainer.global_batch_size, trainer.seed)
+        if saved_input:
+            iterator = self.wgan.distribute(fresh)
+            self.wgan.advance(iterator, consumed)
+            self.checkpoint.track_input(iterator)
+        else:
+            iterator = self.wgan.distribute(fresh.skip(consumed))
+        trainer.input_at(iterator, start)
+
     def save(self, done: int) -> None:
         if self.rundir is not None:
+            self.rundir.sync_metrics()  # row N on disk before ckpt-N can exist
             self.checkpoint.save(done, warn)
+
+    def write_missing_row(self, start: int) -> None:
+        """Measure the restored step again when its row is missing from ``metrics.jsonl``.
+
+        Runs written before rows were logged ahead of their checkpoint can hold ckpt-N without row
+        N (a kill or a failed evaluation between the two). Evaluation and diagnostics depend only
+        on the restored models, so they are recomputed; the losses of that step are not.
+        """
+        if self.rundir is None or not start or self.rundir.has_row(start):
+            return
+        due = lambda every: every and start % every == 0  # noqa: E731
+        if not (due(self.eval_every) or due(self.diagnostics_every)):
+            return
+        logged = self.measurements(start, due)
+        if logged:
+            self.progress.message(f"metrics.jsonl had no row for step {start}: measured it again")
+            self.record(start, logged)
 
     def run(
         self,
@@ -270,6 +361,12 @@ class TrainingLoop:
         operative_config: Callable[[], str] | None,
     ) -> TrainState:
         start = self.open(run_dir, force, settings, config_text)
+        try:
+            self.write_missing_row(start)
+        except BaseException:
+            if self.rundir is not None:
+                self.rundir.close()
+            raise
         plot_samples = self.trainer.intervals.plot_samples
         done, last = start, {}
         if start >= self.steps:
@@ -319,9 +416,27 @@ class TrainingLoop:
         return state
 
     def advance(self, done: int) -> tuple[int, dict]:
-        """One compiled call, then whatever falls due at the step it ends on."""
-        result = self.wgan.run_checked(self.iterator, self.next_chunk(done))
+        """One compiled call, then whatever falls due at the step it ends on.
+
+        The row of a step is logged before its checkpoint is saved: a checkpoint at step N then
+        always has its row N in ``metrics.jsonl`` (a kill between the two only repeats the step),
+        and an evaluation that fails at step N leaves neither (issue 27).
+        """
+        trainer = self.trainer
+        iterator = trainer.input_iterator()
+        trainer.input_at(iterator, None)  # unknown until the call returns
+        try:
+            result = self.wgan.run_checked(iterator, self.next_chunk(done))
+        except (
+            tf.errors.DataLossError,
+            tf.errors.UnavailableError,
+            tf.errors.CancelledError,
+        ) as exc:
+            raise runtime_error(
+                exc, done, self.checkpoint.latest if self.rundir else None
+            ) from None
         done += int(result.completed)
+        trainer.input_at(iterator, done)
         bad = result.first_nonfinite()
         if bad:
             kept = self.checkpoint.latest if self.rundir is not None else None
@@ -341,9 +456,17 @@ class TrainingLoop:
         if due(self.log_every) or done == self.steps:
             self.progress.log(done, metrics, METRICS)
             logged.update(metrics)
+        logged.update(self.measurements(done, due))
+        if logged:
+            self.record(done, logged)
         if due(self.checkpoint_every):
             self.save(done)
-        if self.trainer.chief:  # one process measures; the others would only repeat it
+        return done, metrics
+
+    def measurements(self, done: int, due) -> dict:
+        """Diagnostics, evaluation and histograms due at ``done`` (one process measures)."""
+        logged = {}
+        if self.trainer.chief:  # the other workers would only repeat it
             if due(self.diagnostics_every):
                 logged.update(self.diagnostics(done))
             if due(self.eval_every):
@@ -352,18 +475,18 @@ class TrainingLoop:
                     png = self.trainer.render(min(1024, self.trainer.intervals.eval_samples))
                     if png:
                         self.rundir.log_image(done, "samples", png)
+        if self.rundir is not None and due(self.histogram_every):
+            self.rundir.log_histograms(
+                done, {"critic": self.wgan.critic, "generator": self.wgan.generator}
+            )
+        return logged
+
+    def record(self, done: int, logged: dict) -> None:
         if self.rundir is not None:
-            if due(self.histogram_every):
-                self.rundir.log_histograms(
-                    done, {"critic": self.wgan.critic, "generator": self.wgan.generator}
-                )
-            if logged:
-                self.rundir.log_metrics(done, logged)
-        if logged:
-            self.history.append({"step": done, **logged})
-            for callback in self.callbacks:
-                callback.on_log(done, logged)
-        return done, metrics
+            self.rundir.log_metrics(done, logged)
+        self.history.append({"step": done, **logged})
+        for callback in self.callbacks:
+            callback.on_log(done, logged)
 
     def diagnostics(self, done: int) -> dict:
         if self.probe is None:
@@ -375,4 +498,24 @@ class TrainingLoop:
             self.probe = Probe(
                 self.wgan, data, trainer.seed, getattr(trainer.dataset, "dataset_name", None)
             )
-        return self.probe(done)
+        measured = self.probe(done)
+        if self.wgan.num_replicas > 1:
+            measured.update(self.replica_drift(done))
+        return measured
+
+    def replica_drift(self, done: int) -> dict:
+        """``replica_drift``: how far the replicas' copies of the weights are apart (0 when sound).
+
+        Mirrored weights stay equal only while every replica computes the same update; a warning
+        names the first variable that drifted (issue 27: an ``after_update`` that used the
+        replica id left replicas at 0.0 and 0.01 without a word).
+        """
+        drift, where = self.wgan.replica_drift()
+        if drift > 0 and not getattr(self, "_drift_warned", False):
+            self._drift_warned = True
+            warn(
+                f"warning: the replicas' weights differ at step {done} ({where}: by {drift:.3g}); "
+                "a constraint's after_update (or another update) depends on the replica: check "
+                "it with lipgan.testing.check_replica_invariance"
+            )
+        return {"replica_drift": drift}

@@ -79,6 +79,12 @@ _BINDING = re.compile(r"^(?P<key>[\w./]+)\s*=\s*(?P<value>.*)$")
 
 def check_location(path: Path) -> None:
     """Raise :class:`RunDirError` unless ``path`` is (or can be created as) a writable directory."""
+    path = Path(path)
+    if path.is_symlink() and not path.exists():
+        raise RunDirError(
+            f"run dir {path} is a symbolic link to {os.readlink(path)!r}, which leads nowhere "
+            "(a loop or a missing target); remove the link or choose another --run-dir"
+        )
     if path.exists() and not path.is_dir():
         raise RunDirError(f"run dir {path} exists and is not a directory; choose another --run-dir")
     existing = path
@@ -180,11 +186,30 @@ def settings_differences(old: dict, new: dict) -> list[str]:
     old, new = flat_settings(old), flat_settings(new)
     diffs = []
     for key in sorted(set(old) | set(new)):
-        if key.split(".")[0] in RESUMABLE_SETTINGS:
+        if key.split(".")[0] in RESUMABLE_SETTINGS or _not_recorded_by_both(key, old, new):
             continue
         if old.get(key) != new.get(key):
             diffs.append(f"{key}: {old.get(key, '(unset)')} -> {new.get(key, '(unset)')}")
     return diffs
+
+
+#: Settings that older records lack, or that cannot always be taken (the data fingerprint): a
+#: difference counts only when both records hold one.
+_OPTIONAL_SETTINGS = ("data.fingerprint", "constraint.arguments", "strategy.arguments")
+
+
+def _not_recorded_by_both(key: str, old: dict, new: dict) -> bool:
+    for prefix in _OPTIONAL_SETTINGS:
+        if key == prefix or key.startswith(prefix + "."):
+            recorded = [
+                any(
+                    (k == prefix or k.startswith(prefix + ".")) and v is not None
+                    for k, v in r.items()
+                )
+                for r in (old, new)
+            ]
+            return not all(recorded)
+    return False
 
 
 class RunDir:
@@ -240,12 +265,18 @@ class RunDir:
         if not path.is_file():
             return None
         try:
-            return json.loads(path.read_text())
+            record = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
             raise RunDirError(
                 f"run dir {self.path}: {SETTINGS} is unreadable ({exc}); restore it or pick a new "
                 "--run-dir"
             ) from None
+        if not isinstance(record, dict):
+            raise RunDirError(
+                f"run dir {self.path}: {SETTINGS} holds a JSON {type(record).__name__}, not the "
+                "settings object lipgan writes; restore it or pick a new --run-dir"
+            )
+        return record
 
     def check(self, settings: dict, config_text: str | None, force: bool) -> list[str]:
         """Refuse a reused dir whose settings differ (unless ``force``); returns the differences.
@@ -279,12 +310,23 @@ class RunDir:
             )
         return diffs
 
-    def begin(self, settings: dict, config_text: str | None, start: int, replaced: bool) -> None:
-        """Create the dir, record the settings (and gin config) and drop metrics after ``start``."""
+    def begin(
+        self, settings: dict, config_text: str | None, start: int, replaced: bool, warn=print
+    ) -> None:
+        """Create the dir, record the settings (and gin config) and drop metrics after ``start``.
+
+        Also removes what a killed run or a full disk leaves behind (:meth:`clean_debris`).
+        """
         import tensorflow as tf
 
         self.path.mkdir(parents=True, exist_ok=True)
         self.lock()
+        metrics = self.file(METRICS)
+        # Read before the first write: a damaged metrics.jsonl stops the run with nothing changed.
+        kept = None
+        if metrics.is_file():
+            kept = [ln for ln, row in self.metric_rows(warn) if row.get("step", 0) <= start]
+        self.clean_debris(warn)
         for name, text in (
             (SETTINGS, json.dumps(settings, indent=2, sort_keys=True) + "\n"),
             (CONFIG, config_text),
@@ -296,16 +338,72 @@ class RunDir:
                 stem, dot, suffix = name.partition(".")
                 os.replace(record, self._unused(f"{stem}-before-{start}", dot + suffix))
             _atomic_write(record, text)
-        metrics = self.file(METRICS)
-        if metrics.is_file():
-            kept = [
-                ln
-                for ln in metrics.read_text().splitlines()
-                if ln.strip() and json.loads(ln).get("step", 0) <= start
-            ]
+        if kept is not None:
             _atomic_write(metrics, "".join(f"{ln}\n" for ln in kept))
         self._metrics = open(metrics, "a")  # noqa: SIM115 - closed in close()
         self.summary = tf.summary.create_file_writer(str(self.file(TENSORBOARD)))
+
+    def metric_rows(self, warn=print) -> list[tuple[str, dict]]:
+        """``(line, row)`` of every row in ``metrics.jsonl``.
+
+        A crash can cut the last line short (the row was being written): it is dropped with a
+        warning, since the step it belongs to is trained again. A damaged line before the last is
+        not a crash's doing and stops the run, naming the file and the line.
+        """
+        path = self.file(METRICS)
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+        rows = []
+        for number, line in enumerate(lines, 1):
+            try:
+                row = json.loads(line)
+                if not isinstance(row, dict):
+                    raise ValueError("not a JSON object")
+            except ValueError as exc:
+                if number == len(lines):
+                    warn(
+                        f"warning: {path}: dropped its last line, cut short by a crash "
+                        f"({str(exc).splitlines()[0]}): {line[:60]!r}"
+                    )
+                    break
+                raise RunDirError(
+                    f"{path}:{number} is not a metrics row ({str(exc).splitlines()[0]}); fix or "
+                    "delete that line, or pick a new --run-dir"
+                ) from None
+            rows.append((line, row))
+        return rows
+
+    def has_row(self, step: int) -> bool:
+        """Whether ``metrics.jsonl`` holds a row for ``step``."""
+        if not self.file(METRICS).is_file():
+            return False
+        return any(row.get("step") == step for _, row in self.metric_rows(lambda _: None))
+
+    def sync_metrics(self) -> None:
+        """Flush ``metrics.jsonl`` to the disk (before a checkpoint that must not outlive a row)."""
+        if self._metrics is not None:
+            self._metrics.flush()
+            os.fsync(self._metrics.fileno())
+
+    def clean_debris(self, warn=print) -> None:
+        """Remove what a killed run or a full disk leaves: ``ckpt-*_temp`` folders (a save cut
+        short) and ``*.tmp`` files (an atomic write cut short). Never a complete checkpoint."""
+        import shutil
+
+        records = (SETTINGS, CONFIG, METRICS, OPERATIVE_CONFIG)
+        found = [self.file(f"{name}.tmp") for name in records if self.file(f"{name}.tmp").is_file()]
+        folder = self.path / CHECKPOINT_DIR
+        if folder.is_dir():
+            found += [p for p in folder.glob("ckpt-*_temp*") if p.is_dir()]
+            found += [p for p in folder.glob("checkpoint.tmp*") if p.is_file()]
+        for path in found:
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(
+                missing_ok=True
+            )
+        if found:
+            warn(
+                f"removed {len(found)} leftover(s) of an interrupted write in {self.path}: "
+                + ", ".join(p.name for p in found[:4])
+            )
 
     def _unused(self, stem: str, suffix: str) -> Path:
         """``stem + suffix`` in the dir, or ``stem-2 + suffix``, ... : never an existing file."""

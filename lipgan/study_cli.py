@@ -31,7 +31,17 @@ import click
     help="ring, grid, 8gaussians, 25gaussians, swissroll, digits (repeatable; default: ring, grid).",
 )
 @click.option("--seeds", type=click.IntRange(min=1), help="Seeds per cell (default 10).")
-@click.option("--steps", type=click.IntRange(min=1), help="Generator iterations per run.")
+@click.option(
+    "--steps",
+    type=click.IntRange(min=1),
+    help="Generator iterations per run (default: each data set config's own train.steps, "
+    "4,000 for ring and grid).",
+)
+@click.option(
+    "--eval-every",
+    type=click.IntRange(min=0),
+    help="Iterations between two points of each cell's quality curve (default 250; 0: none).",
+)
 @click.option(
     "--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding for every cell."
 )
@@ -53,7 +63,8 @@ import click
 @click.option(
     "--quick",
     is_flag=True,
-    help="Small defaults: 2 seeds, 100 iterations, 8gaussians (explicit options still win).",
+    help="A smoke test of the machinery, never results: 2 seeds, 100 iterations, 8gaussians "
+    "(explicit options still win; the report says it is a smoke test).",
 )
 @click.option(
     "--executor",
@@ -86,6 +97,7 @@ def study(
     datasets,
     seeds,
     steps,
+    eval_every,
     bindings,
     jobs,
     threads,
@@ -102,7 +114,7 @@ def study(
     from lipgan.bench.harness import parse_spec
     from lipgan.errors import ConfigError
     from lipgan.plugins import load_registry
-    from lipgan.study import QUICK, StudySpec, default_constraints, run_study
+    from lipgan.study import EVAL_EVERY, QUICK, StudySpec, default_constraints, run_study
 
     registry = load_registry().registry
     known = registry.names("constraint")
@@ -113,13 +125,16 @@ def study(
         )
     if not constraints:
         constraints = default_constraints(registry)
-    defaults = QUICK if quick else {"seeds": 10, "steps": 2000, "datasets": ["ring", "grid"]}
+    # steps None: every data set trains for its own config's train.steps.
+    defaults = QUICK if quick else {"seeds": 10, "steps": None, "datasets": ["ring", "grid"]}
     spec = StudySpec(
         constraints=tuple(constraints),
         datasets=tuple(datasets or defaults["datasets"]),
         seeds=seeds or defaults["seeds"],
         steps=steps or defaults["steps"],
         bindings=tuple(bindings),
+        eval_every=eval_every if eval_every is not None else defaults.get("eval_every", EVAL_EVERY),
+        smoke_test=quick,
     )
     cells = _executor(executor, jobs, ray_address, cell_resources, storage)
     log = None if quiet else (lambda line: click.echo(line, err=True))

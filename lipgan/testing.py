@@ -23,8 +23,11 @@ function. Each check raises ``AssertionError`` saying which part of the contract
   fixes its devices at start-up, so each replica count runs in a fresh subprocess
   (``python -m lipgan.testing``) that imports the class by module and name: it must be defined at
   module level of an importable module (the caller's ``sys.path`` is passed on);
-* ``after_update``: applying it twice gives the same weights as applying it once;
-* compiled: the penalty under ``tf.function`` and under XLA (``jit_compile=True``) equals eager.
+* ``after_update``: applying it twice gives the same weights as applying it once, and on 2
+  replicas every replica ends with the same weights (the replica check);
+* compiled: the penalty under ``tf.function`` and under XLA (``jit_compile=True``) equals eager;
+* gradient: a penalty has a non-zero gradient with respect to the critic's weights on a random
+  critic, eagerly and under ``tf.function`` (one through ``tf.round`` would train nothing).
 
 Why these: the engine averages penalties over the *global* batch, differentiates through them, runs
 them compiled and on any replica count; a plugin that breaks any of these trains wrongly in silence.
@@ -178,6 +181,51 @@ def check_penalty(constraint, data_shape=(2,), critic_factory=small_critic) -> N
             assert np.all(np.isfinite(tf.convert_to_tensor(grad).numpy())), (
                 f"non-finite penalty gradient for {var.path}"
             )
+    assert_penalty_has_gradient(constraint, critic, real, fake, compiled=False)
+
+
+def _penalty_gradients(constraint, critic, real, fake, compiled: bool):
+    import tensorflow as tf
+
+    def gradients(real, fake):
+        with tf.GradientTape() as tape:
+            penalty = constraint.penalty(critic, real, fake, _context())
+            total = tf.reduce_sum(tf.cast(penalty, tf.float32))
+        grads = tape.gradient(total, critic.trainable_variables)
+        return [tf.zeros([0]) if g is None else tf.convert_to_tensor(g) for g in grads]
+
+    fn = tf.function(gradients) if compiled else gradients
+    return [np.asarray(g) for g in fn(real, fake)]
+
+
+def assert_penalty_has_gradient(constraint, critic, real, fake, compiled: bool) -> None:
+    """The penalty moves the critic: some gradient with respect to its weights is non-zero.
+
+    A penalty computed through a non-differentiable op (``tf.round``, a cast to an integer,
+    ``tf.stop_gradient``) returns values but trains nothing, in silence (issue 27). A penalty
+    may legitimately be flat on a critic it does not bind (a one-sided penalty under its
+    threshold), so the weights are scaled up (a steeper critic) before failing.
+    """
+    if constraint.penalty(critic, real, fake, _context()) is None:
+        return
+    saved = [v.numpy() for v in critic.trainable_variables]
+    try:
+        for scale in (1.0, 3.0, 10.0):
+            for v, value in zip(critic.trainable_variables, saved):
+                v.assign(value * scale)
+            grads = _penalty_gradients(constraint, critic, real, fake, compiled)
+            if any(g.size and np.any(g != 0) for g in grads):
+                return
+    finally:
+        for v, value in zip(critic.trainable_variables, saved):
+            v.assign(value)
+    mode = "under tf.function" if compiled else "eagerly"
+    raise AssertionError(
+        f"{type(constraint).__name__}.penalty() has no gradient with respect to the critic's "
+        f"weights ({mode}: every gradient is None or zero, even with the weights scaled up 10x); "
+        "it returns values but constrains nothing: compute it with differentiable ops (no "
+        "tf.round, integer casts or tf.stop_gradient on the path from the critic)"
+    )
 
 
 def check_after_update_idempotent(constraint, data_shape=(2,), critic_factory=small_critic) -> None:
@@ -228,6 +276,7 @@ def check_compiled(constraint, data_shape=(2,), critic_factory=small_critic, xla
         np.testing.assert_allclose(
             got, eager, rtol=1e-4, atol=1e-5, err_msg=f"penalty differs under {mode}"
         )
+    assert_penalty_has_gradient(constraint, critic, real, fake, compiled=True)
     compiled_update = tf.function(lambda: constraint.after_update(critic) or tf.constant(0))
     try:
         compiled_update()
@@ -312,7 +361,14 @@ def check_replica_invariance_many(specs, data_shape=(2,), critic_factory=small_c
 
 
 def assert_same_probe(base: dict, other: dict, where: str) -> None:
-    """Two :func:`replica_probes` results agree (float32 tolerance)."""
+    """Two :func:`replica_probes` results agree (float32 tolerance), and neither run's replicas
+    hold different weights after ``after_update``."""
+    for probe in (base, other):
+        assert not probe.get("replica_drift"), (
+            f"{where}: after_update leaves the replicas with different weights ({probe['drift_at']} "
+            f"differs by {probe['replica_drift']:.3g} between replicas); it must compute the same "
+            "value on every replica (no replica id, no unsynchronized randomness)"
+        )
     if base["penalty"] is None or other["penalty"] is None:
         assert base["penalty"] is other["penalty"] is None, f"{where}: penalty None on one only"
     else:
@@ -384,11 +440,19 @@ def _probe(request: dict) -> list[dict]:
         local = strategy.experimental_local_results(strategy.run(penalty_fn, args=(pairs,)))
         values = np.concatenate([t.numpy() for t in local]).tolist()
         grads, loss = wgan.critic_gradients(real)
+        # after_update in replica context, on weights it has something to do to (as the
+        # idempotency check scales them): every replica must end with the same weights.
+        for v in wgan.critic.trainable_variables:
+            v.assign(v * 3.0 + 0.1)
+        strategy.run(tf.function(lambda wgan=wgan: wgan.constraint.after_update(wgan.critic)))
+        drift, where = wgan.replica_drift()
         results.append(
             {
                 "penalty": values if len(values) else None,
                 "loss": float(loss),
                 "grads": [np.asarray(g).ravel().tolist() for g in grads],
+                "replica_drift": drift,
+                "drift_at": where,
             }
         )
     return results

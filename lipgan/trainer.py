@@ -190,6 +190,7 @@ def _data_factory(data) -> Callable:
             return examples.repeat().batch(global_batch_size, drop_remainder=True)
 
         batches.settings = {"element_spec": str(data.element_spec)}
+        batches.examples = data
         return batches
     if callable(data):
         return data
@@ -214,8 +215,15 @@ def _float32(text: str) -> float:
 
 
 def _object_settings(obj) -> dict:
-    """A plugin instance's name and public attributes (its constructor parameters, by convention)."""
+    """A plugin instance's name, public attributes and constructor arguments (the binding).
+
+    The arguments are recorded by :class:`lipgan.named.Named` whatever ``__init__`` does with
+    them: a parameter kept in a private attribute (``self._w``) is compared too.
+    """
     params = {k: v for k, v in vars(obj).items() if not k.startswith("_")}
+    arguments = getattr(obj, "arguments", None)
+    if arguments is not None:  # those the public attributes of the same name do not already show
+        params["arguments"] = {k: v for k, v in arguments.items() if k not in params}
     return _plain({"class": getattr(obj, "name", "") or type(obj).__qualname__, **params})
 
 
@@ -247,13 +255,78 @@ def optimizer_settings(optimizer) -> dict:
     return _plain({"class": type(optimizer).__name__, **config})
 
 
-def data_settings(data: Callable) -> dict:
+def data_settings(data: Callable, fingerprint: str | None = None) -> dict:
     settings = getattr(data, "settings", None)
     if settings is not None:
-        return _plain(settings)
-    return {
-        "factory": f"{getattr(data, '__module__', '')}.{getattr(data, '__qualname__', repr(data))}"
-    }
+        out = _plain(settings)
+    else:
+        name = f"{getattr(data, '__module__', '')}.{getattr(data, '__qualname__', repr(data))}"
+        out = {"factory": name}
+    if not hasattr(data, "dataset_name"):  # a named dataset is described by its settings
+        out["fingerprint"] = fingerprint
+    return out
+
+
+#: Global batches hashed by :func:`data_fingerprint`.
+FINGERPRINT_BATCHES = 2
+#: Dataset ops that make a pipeline's stream differ between iterators or hide the data from its
+#: graph: a Dataset object holding one cannot be read a second time without changing what training
+#: reads (with reshuffle_each_iteration, every iterator of one dataset shuffles differently).
+_UNREPEATABLE_OPS = ("Shuffle", "Random", "PyFunc", "Generator", "Sampling")
+
+
+def data_fingerprint(data: Callable, global_batch_size: int, seed: int) -> tuple[str | None, str]:
+    """A hash of the first global batches under the seed, or ``None`` and why it cannot be taken.
+
+    Python data (a ``tf.data.Dataset`` or a factory) is otherwise recorded only by its element
+    spec or its factory's name, so another dataset of the same shape would resume a run (issue 27).
+    A factory is built twice under the seed (the stream must repeat, or there is nothing to
+    compare); a Dataset object only when its graph has no random or Python op, because a second
+    iterator over it could shift the stream training reads. Named datasets are described by their
+    settings and are not read here.
+    """
+    examples = getattr(data, "examples", None)
+    if examples is not None:
+        ops = _dataset_ops(examples)
+        unrepeatable = sorted({op for op in ops if any(u in op for u in _UNREPEATABLE_OPS)})
+        if unrepeatable:
+            return None, f"its pipeline has {', '.join(unrepeatable)}"
+        return _hash_batches(data(global_batch_size, seed)), ""
+    hashes = []
+    for _ in range(2):
+        keras.utils.set_random_seed(seed)
+        hashes.append(_hash_batches(data(global_batch_size, seed)))
+    if hashes[0] != hashes[1]:
+        return None, "the factory gives different batches when built twice under the same seed"
+    return hashes[0], ""
+
+
+def _dataset_ops(dataset: tf.data.Dataset) -> set[str]:
+    graph = tf.compat.v1.GraphDef()
+    graph.ParseFromString(dataset._as_serialized_graph().numpy())  # noqa: SLF001
+    ops = {node.op for node in graph.node}
+    for function in graph.library.function:
+        ops.update(node.op for node in function.node_def)
+    return ops
+
+
+def _hash_batches(batches: tf.data.Dataset) -> str:
+    digest = hashlib.sha256()
+    for batch in batches.take(FINGERPRINT_BATCHES):
+        for tensor in tf.nest.flatten(batch):
+            value = np.asarray(tensor)
+            digest.update(f"{value.dtype}{value.shape}".encode())
+            digest.update(np.ascontiguousarray(value).tobytes())
+    return digest.hexdigest()[:16]
+
+
+def nonfinite_settings(settings: dict) -> list[str]:
+    """``['constraint.weight=inf', ...]``: numeric settings that are NaN or infinite."""
+    return [
+        f"{key}={value!r}"
+        for key, value in flat_settings(settings).items()
+        if isinstance(value, float) and not np.isfinite(value)
+    ]
 
 
 # -- the trainer -----------------------------------------------------------------------------------
@@ -313,6 +386,7 @@ class Trainer:
         # the same in every process, and initial weights are identical on any replica count.
         keras.utils.set_random_seed(config.seed)
         self.data = self.dataset(config.global_batch_size, config.seed)
+        self._fingerprint: tuple[str | None, str] | None = None
         # And again: building a dataset the first time on a machine consumes global random state
         # (TFDS runs TF ops), which must not change the first run's initial weights.
         keras.utils.set_random_seed(config.seed)
@@ -326,8 +400,26 @@ class Trainer:
             data_shape=self.data.element_spec.shape[1:],
             config=config,
         )
+        self._iterator, self._input_step = None, 0
 
     # -- what the trainer holds ------------------------------------------------------------------
+    def input_iterator(self):
+        """The distributed iterator training reads, made on first use and kept across :meth:`fit`
+        calls, so a second call continues the data where the first stopped."""
+        if self._iterator is None:
+            self._iterator = self.wgan.distribute(self.data)
+            self._input_step = 0
+        return self._iterator
+
+    @property
+    def input_step(self) -> int | None:
+        """The iteration the input iterator's next batches are for (``None``: unknown)."""
+        return self._input_step
+
+    def input_at(self, iterator, step: int | None) -> None:
+        """Record that ``iterator`` (now the one training reads) is positioned for ``step``."""
+        self._iterator, self._input_step = iterator, step
+
     @property
     def critic(self) -> keras.Model:
         return self.wgan.critic
@@ -359,8 +451,8 @@ class Trainer:
         Recorded in the run dir (``settings.json``) and compared when the dir is reused: only the
         keys in :data:`lipgan.rundir.RESUMABLE_SETTINGS` may differ without ``force``.
         """
-        return {
-            "data": data_settings(self.dataset),
+        settings = {
+            "data": data_settings(self.dataset, self.data_fingerprint()[0]),
             "critic": model_settings(self.wgan.critic),
             "generator": model_settings(self.wgan.generator),
             "constraint": _object_settings(self.constraint),
@@ -372,6 +464,25 @@ class Trainer:
             "checkpoint_input": self.checkpoint_input,
             "inception_weights": self.inception_weights,
         }
+        bad = nonfinite_settings(settings)
+        if bad:
+            raise ConfigError(
+                f"{bad[0]} is not a finite number; numeric settings must be finite (use a "
+                "large finite value instead of inf)"
+            )
+        return settings
+
+    def data_fingerprint(self) -> tuple[str | None, str]:
+        """:func:`data_fingerprint` of this trainer's data, taken once (``(None, '')`` for a named
+        dataset, which its settings describe)."""
+        if hasattr(self.dataset, "dataset_name"):
+            return None, ""
+        if self._fingerprint is None:
+            config = self.step_config
+            self._fingerprint = data_fingerprint(
+                self.dataset, config.global_batch_size, config.seed
+            )
+        return self._fingerprint
 
     # -- training --------------------------------------------------------------------------------
     def fit(
@@ -385,7 +496,11 @@ class Trainer:
         config_text: str | None = None,
         operative_config: Callable[[], str] | None = None,
     ) -> TrainState:
-        """Train until ``steps`` iterations (each ``n_critic`` critic updates + 1 generator update).
+        """Train until iteration ``steps`` in total (each ``n_critic`` critic updates + 1 generator
+        update), as ``train.steps`` counts them: ``fit(10)`` then ``fit(20)`` trains 10 more, and a
+        second ``fit(10)`` trains nothing. The data continues where the last call stopped; the
+        returned state's step, the history's steps and the checkpoint names are all iterations
+        since the start of training (issue 27: Keras' ``epochs`` counts per call instead).
 
         With ``run_dir``, a directory holding a run of the same settings is resumed from its latest
         checkpoint (a different one is refused unless ``force``), checkpoints and metrics are
@@ -398,6 +513,8 @@ class Trainer:
         from lipgan.run import TrainingLoop
 
         _check_int(steps, "steps", minimum=1)
+        if self.intervals.eval_every:
+            evaluation.check_num_samples(self.wgan, self.dataset, self.intervals.eval_samples)
         loop = TrainingLoop(
             self,
             self.data,

@@ -1,22 +1,49 @@
-"""``bjorck``: orthonormal Dense kernels by Björck iterations (Anil, Lucas & Grosse, ICML 2019).
+"""``bjorck``: orthonormal Dense kernels (Anil, Lucas & Grosse, ICML 2019), at a penalty's price.
 
 "Sorting out Lipschitz function approximation" (LNets; their LWGAN trains a WGAN this way) makes
 every weight matrix orthonormal and uses GroupSort activations, so the critic is 1-Lipschitz and
 keeps ‖∇D‖ = 1: it can express the optimal WGAN critic, which ReLU networks with norm-constrained
 weights cannot. Pair it with ``mlp_critic.activation = 'groupsort'`` (or ``'maxmin'``).
 
-Every Dense layer keeps a raw kernel ``W`` (orthogonal initialization, as LNets and deel-lip) and
-computes with ``bjorck(W)``: ``W`` is first divided by ``min(‖W‖_F, sqrt(‖W‖₁‖W‖_∞))``, a bound on
-its largest singular value, then ``iterations`` steps of the order-``order`` Björck iteration
+The Björck iteration of order ``order`` is
 
     W ← W · Σ_{k=0..order} c_k (I − WᵀW)^k,   c_k = binom(2k, k) / 4^k   (1, 1/2, 3/8, 5/16, ...)
 
-(order 1 is 1.5·W − 0.5·W·WᵀW), computed on the smaller of WᵀW and WWᵀ. From singular values in
-(0, 1] the iteration moves each towards 1 and never above it, so the layer is 1-Lipschitz however
-few iterations run; with finite iterations it is only approximately orthonormal, which is why
+(order 1 is 1.5·W − 0.5·W·WᵀW), computed on the smaller of WᵀW and WWᵀ. It maps each singular
+value σ to σ·g(σ²); from σ in (0, 1] it moves towards 1 and never above (g(λ) is a partial sum of
+the series of λ^(−1/2)), and order 1 maps every σ ≤ 2 into (0, 1]: σ²g(σ²)² − 1 =
+(σ² − 1)²(σ² − 4)/4. Convergence is quadratic near 1, slow (×1.5 per step) from far below.
+
+**Two ways to use it**, both keeping every Dense kernel's singular values ≤ 1:
+
+* ``projection`` (default 1; Björck & Bowie 1971 as a retraction, the orthonormality step of
+  Parseval networks, Cisse et al. ICML 2017, with β = 1/2): every Dense layer computes with its
+  kernel ``W`` as it is, and after every critic update :meth:`Bjorck.after_update` replaces ``W``
+  by ``projection`` order-1 steps of it. An optimizer step moves ``W`` a distance of the learning
+  rate off the orthonormal manifold, and one step from there lands within its square again, so
+  the kernels stay orthonormal to float precision at the cost of two matrix products per layer
+  and update, with no iterations in the forward or backward pass. The update is projected gradient
+  descent on the Stiefel manifold: to first order ``polar(W − ηU) = W − η(U − W·sym(WᵀU))``, the
+  tangent part of the step, which is also the gradient LNets' backpropagation through converged
+  iterations gives (the derivative of the polar factor at an orthonormal ``W``). Before each step
+  ``W`` is scaled down if a bound on its largest squared singular value (the largest absolute row
+  sum of its Gram matrix) exceeds 3.9, so the step's result has σ ≤ 1 whatever the optimizer did.
+  The critic that is trained, saved and evaluated is therefore the certified one; nothing else
+  is kept. The new kernel is replica 0's on every replica (an all-reduce, as spectral norm's ``u``),
+  so the replicas' copies cannot drift apart. A step is skipped when ‖I − WᵀW‖_F is already below
+  :data:`PROJECTION_TOLERANCE` (σ ≤ 1 + 5e-5), so a converged kernel is left exactly as it is. A
+  loop of one's own (not lipgan's engine) must call ``after_update`` after each optimizer step,
+  as for ``weight_clip``; ``lipschitz_bound`` reports what it gets if not.
+* ``iterations`` (default 0): steps in the forward pass with gradients through them (LNets'
+  original scheme; deel-lip's ``bjorck_normalization`` is the Keras 2 form). With ``projection = 0``
+  the raw kernel is first divided by ``min(‖W‖_F, sqrt(‖W‖₁‖W‖_∞))``, a bound on its largest
+  singular value, and 20 iterations reach orthonormality from a raw kernel (the scheme before
+  issue 26: ~23× a plain critic step at width 512, since each iteration costs 6 products of the
+  kernel's size forward and backward whatever the batch). With ``projection > 0`` the iterations
+  start from the projected kernel (the same scaling guard as the projection), so 1–3 refine it.
+
 :meth:`Bjorck.lipschitz_bound` computes the bound (an SVD of each effective kernel) instead of
-assuming 1. Gradients flow through the iterations (LNets' scheme; deel-lip's
-``bjorck_normalization`` is the Keras 2 form). Nothing is assigned, so replicas need no sync.
+assuming 1.
 
 **Convolutions are refused** (a one-line ``ConfigError``): orthonormalizing a reshaped conv kernel
 does not make the convolution orthonormal, and the valid construction (deel-lip's stride/padding
@@ -35,60 +62,130 @@ from lipgan.reparametrized import (
     KernelReparametrization,
     fresh_copy,
 )
+from lipgan_plugins.spectral_norm import from_first_replica
+
+#: Largest squared singular value an order-1 step maps into (0, 1] is 4; a margin for rounding.
+SAFE_GRAM_ORDER1 = 3.9
+#: A projection step is skipped when ‖I − WᵀW‖_F is below this (then σ ≤ 1 + 5e-5): a converged
+#: kernel stays exactly as it is, so after_update is idempotent there. Above float32's floor
+#: (~3e-6 for a 512-wide kernel).
+PROJECTION_TOLERANCE = 1e-4
 
 
-def bjorck_orthonormalize(w, iterations: int = 20, order: int = 1):
-    """The Björck orthonormalization of the matrix ``w`` [m, n] (see the module docstring)."""
+def _coefficients(order: int) -> list[float]:
+    return [math.comb(2 * k, k) / 4**k for k in range(order + 1)]
+
+
+def _gram(w, left: bool):
+    return ops.matmul(w, ops.transpose(w)) if left else ops.matmul(ops.transpose(w), w)
+
+
+def bjorck_orthonormalize(
+    w, iterations: int = 20, order: int = 1, warm: bool = False, tolerance: float = 0.0
+):
+    """The Björck orthonormalization of the matrix ``w`` [m, n] (see the module docstring).
+
+    ``warm=False``: ``w`` is first scaled below singular value 1 by a norm bound (a raw kernel).
+    ``warm=True``: ``w`` is taken as near-orthonormal and only scaled down where a bound on its
+    largest singular value leaves the range a step maps into (0, 1] (σ² ≤ 3.9 for order 1, ≤ 1
+    above), so a kernel that is already orthonormal needs one step, not twenty. A step whose
+    input is within ``tolerance`` of orthonormal (‖I − WᵀW‖_F) leaves it unchanged.
+    """
     m, n = w.shape
-    frobenius = ops.sqrt(ops.sum(ops.square(w)))
-    holder = ops.sqrt(ops.max(ops.sum(ops.abs(w), axis=0)) * ops.max(ops.sum(ops.abs(w), axis=1)))
-    w = w / (ops.minimum(frobenius, holder) + 1e-12)
-    coeffs = [math.comb(2 * k, k) / 4**k for k in range(order + 1)]
+    if not warm:
+        frobenius = ops.sqrt(ops.sum(ops.square(w)))
+        holder = ops.sqrt(
+            ops.max(ops.sum(ops.abs(w), axis=0)) * ops.max(ops.sum(ops.abs(w), axis=1))
+        )
+        w = w / (ops.minimum(frobenius, holder) + 1e-12)
+    coeffs = _coefficients(order)
+    limit = SAFE_GRAM_ORDER1 if order == 1 else 1.0
     left = m <= n  # Gram on the smaller side: (WWᵀ) polynomial times W, or W times (WᵀW) one
     eye = ops.eye(m if left else n, dtype=w.dtype)
     for _ in range(iterations):
-        gram = ops.matmul(w, ops.transpose(w)) if left else ops.matmul(ops.transpose(w), w)
+        gram = _gram(w, left)
+        if warm:
+            # Largest absolute row sum >= largest eigenvalue of the symmetric Gram matrix.
+            bound = ops.max(ops.sum(ops.abs(gram), axis=1))
+            shrink = ops.stop_gradient(ops.minimum(1.0, limit / ops.maximum(bound, 1e-30)))
+            w, gram = w * ops.sqrt(shrink), gram * shrink
         q = eye - gram
         poly, power = coeffs[0] * eye + coeffs[1] * q, q  # no product with the identity
         for c in coeffs[2:]:
             power = ops.matmul(power, q)
             poly = poly + c * power
-        w = ops.matmul(poly, w) if left else ops.matmul(w, poly)
+        stepped = ops.matmul(poly, w) if left else ops.matmul(w, poly)
+        if tolerance > 0:
+            stepped = ops.where(ops.sqrt(ops.sum(ops.square(q))) > tolerance, stepped, w)
+        w = stepped
     return w
 
 
 @keras.saving.register_keras_serializable(package="lipgan")
 class BjorckDense(KernelReparametrization):
-    """A Dense layer computing with the Björck-orthonormalized kernel."""
+    """A Dense layer computing with its Björck-orthonormal kernel.
+
+    ``iterations`` steps run in the forward pass (gradients through them); :meth:`project`
+    applies ``projection`` steps to the stored kernel (no gradient), after each optimizer update.
+    """
 
     supports_conv = False
 
-    def __init__(self, layer, iterations: int = 20, order: int = 1, **kwargs):
+    def __init__(self, layer, iterations: int = 20, order: int = 1, projection: int = 0, **kwargs):
         super().__init__(layer, **kwargs)
         self.iterations, self.order = int(iterations), int(order)
+        self.projection = int(projection)
 
     def transform(self, kernel):
-        return bjorck_orthonormalize(kernel, self.iterations, self.order)
+        if self.iterations == 0:
+            return kernel
+        return bjorck_orthonormalize(kernel, self.iterations, self.order, warm=self.projection > 0)
+
+    def project(self) -> None:
+        """Replace the stored kernel by ``projection`` order-1 steps of it (replica 0's result)."""
+        if self.projection == 0:
+            return
+        kernel = self.layer.kernel
+        value = ops.cast(kernel.value, "float32")
+        value = bjorck_orthonormalize(
+            value, self.projection, order=1, warm=True, tolerance=PROJECTION_TOLERANCE
+        )
+        kernel.assign(ops.cast(from_first_replica(value), kernel.dtype))
 
     def get_config(self):
-        return {**super().get_config(), "iterations": self.iterations, "order": self.order}
+        return {
+            **super().get_config(),
+            "iterations": self.iterations,
+            "order": self.order,
+            "projection": self.projection,
+        }
 
 
 class Bjorck(KernelConstruction):
-    """Orthonormalize every Dense kernel of the critic by Björck iterations."""
+    """Keep every Dense kernel of the critic orthonormal by Björck steps (see the module doc)."""
 
     name = "bjorck"
     description = (
-        "Orthonormal Dense kernels by Björck iterations, gradients through them (LNets, Anil et al. "
-        "2019); pair with a GroupSort critic; Dense only."
+        "Orthonormal Dense kernels by Björck steps (LNets, Anil et al. 2019): one projection step "
+        "after each update by default, or iterations with gradients through them; pair with a "
+        "GroupSort critic; Dense only."
     )
 
-    def __init__(self, iterations: int = 20, order: int = 1):
-        if iterations < 1:
-            raise ConfigError(f"bjorck.iterations must be >= 1, got {iterations}")
+    def __init__(self, iterations: int = 0, order: int = 1, projection: int = 1):
+        if iterations < 0 or projection < 0:
+            raise ConfigError(
+                f"bjorck.iterations and bjorck.projection must be >= 0, got {iterations} and "
+                f"{projection}"
+            )
+        if iterations == 0 and projection == 0:
+            raise ConfigError(
+                "bjorck with iterations=0 and projection=0 constrains nothing: set "
+                "bjorck.projection = 1 (the default) or bjorck.iterations = 20"
+            )
         if order < 1:
             raise ConfigError(f"bjorck.order must be >= 1, got {order}")
         self.iterations, self.order = int(iterations), int(order)
+        self.projection = int(projection)
 
     def wrap_layer(self, layer):
         if "Conv" in type(layer).__name__:
@@ -102,8 +199,15 @@ class Bjorck(KernelConstruction):
             fresh_copy(layer, kernel_initializer="orthogonal"),
             iterations=self.iterations,
             order=self.order,
+            projection=self.projection,
             name=f"bjorck_{layer.name}",
         )
+
+    def after_update(self, critic) -> None:
+        """Project every Björck kernel back onto the orthonormal matrices (replica context)."""
+        for layer in critic.layers:
+            if isinstance(layer, BjorckDense):
+                layer.project()
 
 
 @hookimpl

@@ -161,3 +161,56 @@ def test_matmul_probe_measures_dense_shapes_and_fractions_follow():
     fractions = harness._fractions({"achieved_flops_per_s": 1e9}, limits)
     assert fractions["fraction_of_probe"] == pytest.approx(0.25)
     assert fractions["fraction_of_peak"] is None
+
+
+def test_auto_mode_names_what_it_resolved_to():
+    assert harness.BenchConfig().modes == ["auto"]
+    assert harness.resolved_mode("auto", use_xla=True) == "xla"
+    assert harness.resolved_mode("auto+bf16", use_xla=False) == "function+bf16"
+    assert harness.resolved_mode("function", use_xla=False) == "function"
+    from lipgan.bench.report import mode_label
+
+    assert mode_label({"mode": "auto", "resolved_mode": "xla"}) == "auto → xla"
+    assert mode_label({"mode": "xla", "resolved_mode": "xla"}) == "xla"
+
+
+@pytest.mark.slow
+def test_bench_defaults_to_what_lipgan_run_does(tmp_path):
+    """No --mode: train.jit_compile='auto', resolved by lipgan.jit as the engine resolves it for
+    each model (on CPU: XLA for the dense toy MLP, tf.function for the convolutional DCGAN)."""
+    import tensorflow as tf
+
+    from lipgan.jit import resolve_jit_compile
+
+    result = CliRunner().invoke(
+        cli,
+        [
+            "bench",
+            *TINY,
+            "--model",
+            "dcgan",
+            "--batch",
+            "dcgan=2",
+            "--constraint",
+            "none",
+            "--measure",
+            "critic_step",
+            "--no-keras-io",
+            "--no-flops",
+            "--no-probe",
+            "--out",
+            str(tmp_path),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    records = json.loads((tmp_path / "results.json").read_text())["records"]
+    table = (tmp_path / "results.md").read_text()
+    assert {r["model"] for r in records} == {"toy", "dcgan"}
+    for r in records:
+        critic, generator = harness._model_fns(harness.MODELS[r["model"]])
+        shape = harness.MODELS[r["model"]].data_shape
+        models = (critic(shape), generator(shape))
+        xla = resolve_jit_compile("auto", tf.distribute.get_strategy(), models)
+        assert r["mode"] == "auto"
+        assert r["resolved_mode"] == ("xla" if xla else "function")
+        assert f"| {r['model']} | {r['batch']} | auto → {r['resolved_mode']} |" in table

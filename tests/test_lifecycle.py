@@ -143,6 +143,55 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path):
     assert logged == sorted(set(logged)) and logged[-1] == steps  # no step logged twice
 
 
+@pytest.mark.slow
+def test_sigkill_then_resume_across_checkpoint_input_and_strategy_changes(tmp_path):
+    """Issue 27: the kill -9 test again, with the segments changing what they checkpoint.
+
+    Killed without the input position, continued under another strategy (mirrored: its input
+    cannot be checkpointed, so it fast-forwards), then back on the default strategy (fast-forwards
+    and must checkpoint the iterator it then reads), then resumed once more from that position.
+    """
+    steps = 60
+    bindings = [
+        *TINY,
+        "--bind",
+        "train.checkpoint_every=10",
+        "--bind",
+        "train.steps_per_execution=10",
+    ]
+    train(tmp_path / "whole", steps, *bindings)
+    split = tmp_path / "split"
+    run = ["-c", CLI, "run", *bindings, "--run-dir", split]
+    killed = start_python(
+        *run, "--bind", f"train.steps={steps}", "--bind", "train.checkpoint_input=False"
+    )
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and killed.poll() is None:
+        if (split / "checkpoints").is_dir() and any(s >= 10 for s in checkpoint_steps(split)):
+            break
+        time.sleep(0.01)
+    assert killed.poll() is None, "the run finished before it could be killed"
+    killed.send_signal(signal.SIGKILL)
+    finish(killed)
+    first = max(checkpoint_steps(split))
+    assert first < 30
+    segments = [
+        (30, ["--strategy", "mirrored", "--bind", "mirrored.logical_cpus=1", "--force"]),
+        (45, ["--strategy", "default", "--force"]),
+        (steps, []),
+    ]
+    outputs = []
+    for until, extra in segments:
+        done = finish(start_python(*run, "--bind", f"train.steps={until}", *extra))
+        assert done.returncode == 0, done.stderr[-2000:]
+        outputs.append(done.stdout)
+    assert "fast-forwarding" in outputs[0] and "fast-forwarding" in outputs[1]
+    assert "fast-forwarding" not in outputs[2]  # ckpt-45 holds the position of what was read
+    a, b = weights(tmp_path / "whole"), weights(split)
+    for name in a:  # mirrored on one device may order float operations differently
+        np.testing.assert_allclose(a[name], b[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
 MIRRORED_SPLIT_RUN = """
 import sys
 from click.testing import CliRunner

@@ -52,8 +52,9 @@ def test_report_marks_collapsed_and_failed_cells_and_aggregates(tmp_path):
         _cell("clip", 1, status="failed"),
     ]
     summary = report.summarize(results)["8gaussians"]
-    mean, se = summary["gp"]["stats"]["w1"]
+    mean, se, infinite, count = summary["gp"]["stats"]["w1"]
     assert mean == pytest.approx(0.2) and se == pytest.approx(0.1)  # std(ddof=1)/sqrt(2)
+    assert (infinite, count) == (0, 2)
     assert summary["clip"]["collapsed"] == 1 and summary["clip"]["failed"] == 1
     assert summary["gp"]["collapsed"] == 0
     spec = {"steps": 10, "seeds": 2, "eval_samples": 2500}
@@ -137,16 +138,17 @@ def test_quick_study_from_the_cli_reports_structure_and_a_collapsed_cell(tmp_pat
     cells = data["cells"]
     assert len(cells) == 2 * QUICK["seeds"]
     assert all(c["status"] == "ok" for c in cells), [c.get("error") for c in cells]
+    floor = data["references"]["8gaussians"]["floor"]  # once per data set, not per cell
     for c in cells:
-        assert {"modes_covered", "high_quality_fraction", "reverse_kl", "w1", "w1_floor"} <= set(
-            c["metrics"]
-        )
-        assert c["metrics"]["w1_floor"] < c["metrics"]["w1"]
+        assert {"modes_covered", "high_quality_fraction", "reverse_kl", "w1"} <= set(c["metrics"])
+        assert floor["mean"] < c["metrics"]["w1"]
         assert c["seconds_per_iteration"] > 0
+        assert [p["step"] for p in c["curve"]] == [0, 50, 100]  # --quick: a point every 50
     frozen_cells = [c for c in cells if c["cell"]["constraint"] == frozen]
     assert [c["collapsed"] for c in frozen_cells] == [True] * QUICK["seeds"]
     assert all(c["metrics"]["modes_covered"] < 4 for c in frozen_cells)
     md = (out / "study.md").read_text()
+    assert "SMOKE TEST" in md
     header = next(line for line in md.splitlines() if line.startswith("| constraint"))
     for column in ("modes", "reverse KL", "W1", "collapsed"):
         assert column in header, header

@@ -35,9 +35,16 @@ from pathlib import Path
 from lipgan.constraint import Constraint
 from lipgan.errors import ConfigError
 
-MODES = ("eager", "function", "xla", "function+bf16", "xla+bf16")
+MODES = ("auto", "eager", "function", "xla", "auto+bf16", "function+bf16", "xla+bf16")
+# "auto": what ``lipgan run`` does, train.jit_compile='auto' (lipgan/jit.py: XLA for dense critics on
+# one CPU/GPU replica, tf.function for convolutional ones on CPU); each record's ``resolved_mode``
+# says which it became.
 # "+bf16": train.mixed_precision="mixed_bfloat16" (bf16 compute, float32 variables; the engine
 # keeps GP norms and losses in float32). Worth it on CPUs with native bf16 (avx512_bf16, AMX).
+
+
+#: StepConfig.jit_compile for each execution mode.
+JIT_SETTING = {"auto": "auto", "eager": False, "function": False, "xla": True}
 
 
 def split_mode(mode: str) -> tuple[str, str | None]:
@@ -74,7 +81,7 @@ class BenchConfig:
     models: list[str] = dataclasses.field(default_factory=lambda: ["toy", "dcgan"])
     constraints: list[str] | None = None  # None: every registered one + the GP speed variants
     strategies: list[str] = dataclasses.field(default_factory=lambda: ["default"])
-    modes: list[str] = dataclasses.field(default_factory=lambda: ["function"])
+    modes: list[str] = dataclasses.field(default_factory=lambda: ["auto"])
     batches: dict[str, list[int]] = dataclasses.field(default_factory=dict)
     measurements: list[str] = dataclasses.field(default_factory=lambda: list(MEASUREMENTS))
     keras_io: bool = True
@@ -195,7 +202,7 @@ def _build_wgan(strategy, spec, constraint, batch, n_critic, mode):
             batch,
             n_critic,
             seed=0,
-            jit_compile=split_mode(mode)[0] == "xla",
+            jit_compile=JIT_SETTING[split_mode(mode)[0]],
             mixed_precision=split_mode(mode)[1],
         ),
     )
@@ -223,11 +230,20 @@ def _replica_fns(wgan):
     return {"penalty": penalty, "critic_step": critic_step}
 
 
+def resolved_mode(mode: str, use_xla: bool) -> str:
+    """The mode a run actually used: ``auto`` becomes ``xla`` or ``function`` (bf16 suffix kept)."""
+    base, precision = split_mode(mode)
+    if base == "auto":
+        base = "xla" if use_xla else "function"
+    return base + ("+bf16" if precision else "")
+
+
 def _host_call(wgan, replica_fn, iterator, mode) -> Callable:
-    """One step on the strategy, compiled as the mode says; advances the step counter."""
+    """One step on the strategy, compiled as the engine would (``wgan.use_xla``); advances the
+    step counter."""
     import tensorflow as tf
 
-    if split_mode(mode)[0] == "xla":
+    if wgan.use_xla:
         replica_fn = tf.function(replica_fn, jit_compile=True)
 
     def call(iterator):
@@ -302,6 +318,7 @@ def _lipgan_cases(cfg, strategy, model_name, batch, mode, constraint_spec, regis
             replicas=wgan.num_replicas,
             lazy=getattr(constraint, "every", 1) > 1,
             kernels=[tuple(v.shape) for v in wgan.critic.trainable_variables if len(v.shape) >= 2],
+            resolved_mode=resolved_mode(mode, wgan.use_xla),
         )
         flops = None
         if cfg.count_flops and wgan.num_replicas == 1:
@@ -348,7 +365,16 @@ def _keras_io_case(cfg, model_name, batch, mode):
         model.fit(data, steps_per_epoch=calls + 1, epochs=1, verbose=0, callbacks=[Clock()])
         return (stamps[-1] - stamps[0]) / calls
 
-    meta = dict(constraint=KERAS_IO, measurement="iteration", iterations=1, replicas=1, lazy=False)
+    # Keras resolves its own jit_compile='auto' (off on machines without an accelerator).
+    resolved = "eager" if mode == "eager" else ("xla" if model.jit_compile else "function")
+    meta = dict(
+        constraint=KERAS_IO,
+        measurement="iteration",
+        iterations=1,
+        replicas=1,
+        lazy=False,
+        resolved_mode=resolved,
+    )
     return meta, Case(one_batch, rep=rep), None
 
 
@@ -411,6 +437,7 @@ def _measure_group(
             flops() if flops else None,
             *memory[id(case)],
         )
+        record["resolved_mode"] = meta["resolved_mode"]
         record.update(_fractions(record, limits))
         if meta.get("lazy"):
             record["flops_note"] = (

@@ -61,6 +61,14 @@ def _pct(fraction) -> str:
     return "–" if fraction is None else f"{100 * fraction:.0f} %"
 
 
+def mode_label(record: dict) -> str:
+    """``auto → xla`` where the mode resolved to another (``auto``), else the mode itself."""
+    resolved = record.get("resolved_mode")
+    return (
+        record["mode"] if resolved in (None, record["mode"]) else f"{record['mode']} → {resolved}"
+    )
+
+
 def markdown_table(records: list[dict]) -> str:
     """One row per measurement; ratios are to ``none`` in the same run (see harness.add_ratios)."""
     header = (
@@ -73,7 +81,7 @@ def markdown_table(records: list[dict]) -> str:
         gflop = r["flops_per_call"] / 1e9 if r["flops_per_call"] else None
         gflops = r["achieved_flops_per_s"] / 1e9 if r["achieved_flops_per_s"] else None
         lines.append(
-            f"| {r['strategy']} | {r['model']} | {r['batch']} | {r['mode']} | {r['constraint']} "
+            f"| {r['strategy']} | {r['model']} | {r['batch']} | {mode_label(r)} | {r['constraint']} "
             f"| {r['measurement']} | {_fmt(r['examples_per_s'], 0)} "
             f"| {_fmt(r['examples_per_s_min'], 0)}–{_fmt(r['examples_per_s_max'], 0)} "
             f"| {_fmt(r['time_ratio_vs_none'])} | {_fmt(r['flop_ratio_vs_none'])} "
@@ -100,7 +108,7 @@ def chart(records: list[dict], path: Path) -> None:
             for r in records
             if (r["model"], r["measurement"]) == (model, measurement) and r["time_ratio_vs_none"]
         ]
-        labels = [f"{r['constraint']}\n{r['mode']} b{r['batch']} {r['strategy']}" for r in rows]
+        labels = [f"{r['constraint']}\n{mode_label(r)} b{r['batch']} {r['strategy']}" for r in rows]
         ax.barh(range(len(rows)), [r["time_ratio_vs_none"] for r in rows], color="tab:blue")
         ax.set_yticks(range(len(rows)), labels, fontsize=6)
         ax.axvline(1.0, color="k", lw=0.8)

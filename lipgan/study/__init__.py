@@ -4,6 +4,8 @@
     report = run_study(StudySpec(constraints=("gradient_penalty", "spectral_norm"),
                                  datasets=("8gaussians",), seeds=3, steps=500), "studies/s1")
 
+(``steps=None``, the default, trains each data set for its own config's ``train.steps``.)
+
 See docs/study.md for the protocol (PacGAN, Lin et al. 2018, Table 1) and the report's columns.
 """
 
@@ -13,9 +15,17 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
-from lipgan.study.spec import QUICK, Cell, StudySpec, default_constraints
+from lipgan.study.spec import EVAL_EVERY, QUICK, Cell, StudySpec, default_constraints
 
-__all__ = ["QUICK", "Cell", "StudyReport", "StudySpec", "default_constraints", "run_study"]
+__all__ = [
+    "EVAL_EVERY",
+    "QUICK",
+    "Cell",
+    "StudyReport",
+    "StudySpec",
+    "default_constraints",
+    "run_study",
+]
 
 
 @dataclasses.dataclass
@@ -45,5 +55,5 @@ def run_study(
     results = runner.run_cells(
         spec, Path(out), jobs=jobs, threads=threads, force=force, log=log, executor=executor
     )
-    paths = report.write(Path(out), spec.as_dict(), results, command)
+    paths = report.write(Path(out), spec.as_dict(), results, command, log)
     return StudyReport(spec, results, paths)

@@ -1,16 +1,20 @@
 """One study cell in its own process: ``python -m lipgan.study.cell CELL_JSON RUN_DIR``.
 
-Trains through the same path as ``lipgan run`` (gin config -> ``train``; re-running on the run dir
-resumes from its checkpoint), then evaluates the latest checkpoint on the PacGAN protocol's 2,500
-samples and writes ``result.json`` (and ``samples.npy`` for the study's scatter plots) in the run
-dir. A failure of any kind is written there as ``status: failed`` with its first line, exit 1. A
-SIGINT/SIGTERM stop writes no result: the run saves its checkpoint and the process exits 128 +
-signal, leaving the cell unfinished for the study's resume.
+Trains through the same ``fit`` call as ``lipgan run`` (gin config -> a :class:`lipgan.Trainer`,
+:func:`lipgan.config.fit_configured`; re-running on the run dir resumes from its checkpoint), takes
+the quality curve between compiled calls (:mod:`lipgan.study.curve`), then evaluates the trained
+models on the PacGAN protocol's 2,500 samples and writes ``result.json`` (with the curve, and
+``samples.npy`` for the study's scatter plots) in the run dir. The toy sets' W1 floor is left to
+the study (once per data set, :mod:`lipgan.study.references`). A failure of any kind is written
+there as ``status: failed`` with its first line, exit 1. A SIGINT/SIGTERM stop writes no result:
+the run saves its checkpoint, the curve marks its clock, and the process exits 128 + signal,
+leaving the cell unfinished for the study's resume.
 
-Time per iteration comes from the progress callbacks of the run itself: the wall time between the
-end of the first compiled call and the end of the last one, over the iterations in between, so
-process start-up, data set build and tracing/compilation are excluded. With a single compiled call
-(steps <= train.steps_per_execution) nothing can be excluded and ``time_includes_compile`` is true.
+Time per iteration comes from the progress callbacks of the run itself: the training clock between
+the end of the first compiled call and the end of the last one, over the iterations in between, so
+process start-up, data set build, tracing/compilation and curve evaluations are excluded. With a
+single compiled call (steps <= train.steps_per_execution) nothing can be excluded and
+``time_includes_compile`` is true.
 """
 
 from __future__ import annotations
@@ -30,18 +34,44 @@ from lipgan.progress import Progress
 
 
 class Timing(Progress):
-    """A silent progress display that records when each compiled call ended."""
+    """A silent progress display that keeps the training clock and takes the curve's points.
 
-    def __init__(self):
+    The clock runs from the start of the training loop (after the run dir is restored), tracing
+    and compilation included, and stops while the curve evaluates, so curve points cost no
+    training time and ``seconds_per_iteration`` does not include them.
+    """
+
+    def __init__(self, curve=None):
         super().__init__(lambda line: None)
+        self.curve = curve
         self.marks: list[tuple[int, float]] = []
+        self.paused = 0.0
 
     def start(self, total: int, initial: int) -> None:
         super().start(total, initial)
-        self.marks = [(initial, time.perf_counter())]
+        self.paused = 0.0
+        self.marks = [(initial, 0.0)]
+        if self.curve is not None and self.curve.resume(initial):
+            self._record(initial)
+
+    def clock(self) -> float:
+        """Training seconds of this session so far (curve evaluations excluded)."""
+        return time.perf_counter() - self.started - self.paused
 
     def update(self, step: int, metrics: dict | None) -> None:
-        self.marks.append((step, time.perf_counter()))
+        self.marks.append((step, self.clock()))
+        if self.curve is not None and self.curve.due(step, self.total):
+            self._record(step)
+
+    def _record(self, step: int) -> None:
+        began = time.perf_counter()
+        self.curve.record(step, self.clock())
+        self.paused += time.perf_counter() - began
+
+    def stopped(self) -> None:
+        """Record where a stopped session's clock was, so that a resumed one continues it."""
+        if self.curve is not None and self.marks:
+            self.curve.mark_stop(self.marks[-1][0], self.clock())
 
     def per_iteration(self) -> tuple[float | None, bool]:
         """(seconds per iteration, whether compilation is included)."""
@@ -79,8 +109,9 @@ def class_metrics(fake: np.ndarray, data_dir=None) -> dict:
 
 
 def run_cell(cell: dict, run_dir: Path) -> dict:
-    from lipgan import config
+    from lipgan import config, evaluation
     from lipgan.plugins import load_registry
+    from lipgan.study.curve import CURVE_FILE, Curve, points, read
     from lipgan.study.spec import Cell
 
     threads = int(os.environ.get("LIPGAN_STUDY_THREADS", "0"))
@@ -96,13 +127,42 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
     # user passed with --bind come last and still win).
     schedule = config.stretched_schedules(gin_files, spec.steps, registry)
     config.parse(gin_files, schedule + bindings, registry)
-    timing = Timing()
     started = time.perf_counter()
-    config.train_configured(run_dir=run_dir, progress=timing)  # exactly what `lipgan run` does
-    train_seconds = time.perf_counter() - started
+    # One trainer for training, the curve and the final evaluation: `lipgan run`'s fit call
+    # (same settings, run dir checks, checkpoints, resume), holding the models in between.
     trainer = config.build_trainer()
-    step = trainer.restore(run_dir, lambda line: None)
-    metrics = {k.removeprefix("eval/"): v for k, v in trainer.evaluate(spec.eval_samples).items()}
+    toy = evaluation.toy_set_of(trainer.wgan, trainer.dataset)
+    curve = None
+    if spec.eval_every and toy:
+        curve = Curve(
+            trainer.wgan,
+            toy,
+            seed=trainer.seed,
+            num_samples=spec.eval_samples,
+            every=spec.eval_every,
+            run_dir=run_dir,
+        )
+    elif (run_dir / CURVE_FILE).exists():
+        (run_dir / CURVE_FILE).unlink()
+    timing = Timing(curve)
+    try:
+        state = config.fit_configured(trainer, run_dir=run_dir, progress=timing)
+    except Interrupted:
+        timing.stopped()
+        raise
+    train_seconds = time.perf_counter() - started
+    began = time.perf_counter()
+    # The study computes the W1 floor once per data set from many pairs (report.references).
+    metrics = evaluation.evaluate(
+        trainer.wgan,
+        trainer.dataset,
+        seed=trainer.seed,
+        batch_size=trainer.global_batch_size,
+        num_samples=spec.eval_samples,
+        inception_weights=trainer.inception_weights,
+        w1_floor=False,
+    )
+    metrics = {k.removeprefix("eval/"): v for k, v in metrics.items()}
     fake = trainer.sample(spec.eval_samples)  # the same fixed-noise samples evaluate() used
     if trainer.wgan.data_shape == (2,):
         np.save(run_dir / "samples.npy", np.asarray(fake, np.float32))
@@ -111,14 +171,19 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
     if "digits_fd" in metrics:
         metrics.update(class_metrics(fake, getattr(trainer.dataset, "data_dir", None)))
     per_iteration, includes_compile = timing.per_iteration()
-    return {
+    result = {
         "status": "ok",
-        "step": step,
+        "step": state.step,
         "metrics": metrics,
         "seconds_per_iteration": per_iteration,
         "time_includes_compile": includes_compile,
         "train_seconds": train_seconds,
+        "final_eval_seconds": time.perf_counter() - began,
     }
+    if curve is not None:
+        result["curve"] = points(read(run_dir))
+        result["curve_eval_seconds"] = curve.eval_seconds
+    return result
 
 
 def main(argv: list[str]) -> int:

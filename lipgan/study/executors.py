@@ -236,6 +236,8 @@ class RayExecutor(Executor):
         if payload is None:  # the cell was stopped by a signal: unfinished, as in the local pool
             return None
         result, files = payload["result"], payload.get("files", {})
+        if result["status"] == "killed":  # SIGKILLed cell (OOM?): not recorded, as in the pool
+            return result
         if load_result(out, cell) != result:
             run_dir = cell_dir(out, cell)
             run_dir.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,7 @@ COLUMNS = [
     ("reverse_kl", "reverse KL", 1.0, 2),
     ("w1", "W1", 1.0, 3),
     ("w1_floor", "W1 floor (real vs real)", 1.0, 3),
+    ("critic_gap_ratio", "critic gap / W1", 1.0, 2),
     ("digits_fd", "FD (digits)", 1.0, 2),
     ("digits_kid", "KID (digits)", 1.0, 4),
     ("classes_covered", "classes covered", 1.0, 1),
@@ -49,16 +50,64 @@ PACGAN = {
 #: PacGAN's training for those rows (fjxmlzn/PacGAN, synthetic_data_experiments/2DRing_GAN&PacGAN
 #: and 2DGrid_GAN&PacGAN config.py: num_epoch 400 over num_sample 100,000 at batch_size 100).
 PACGAN_BUDGET = "400 epochs of 100,000 samples at batch 100, i.e. 400,000 generator updates"
+#: And their setup (Lin et al. 2018, Appendix; the same config.py files), not a WGAN's.
+PACGAN_SETUP = (
+    "a standard (non-Wasserstein) GAN, generator 4×400 ReLU + BatchNorm, discriminator 3×200 "
+    "maxout, Adam 1e-4 (β₁ 0.8), batch 100, 100,000 training points"
+)
+
+#: PacGAN4's level (Table 1) as per-seed targets: the first curve point of a seed meeting all
+#: three is its "iterations / seconds to target". Modes are whole numbers per seed, so 7.8 and
+#: 24.8 mean every mode.
+TARGETS = {
+    "ring": {"modes_covered": 7.8, "high_quality_fraction": 0.95, "reverse_kl": 0.07},
+    "grid": {"modes_covered": 24.8, "high_quality_fraction": 0.93, "reverse_kl": 0.05},
+}
 
 COLLAPSE_KL = 1.0
 
 
 def cell_values(result: dict) -> dict:
-    """The cell's numbers under the keys of :data:`COLUMNS` (metrics plus timing)."""
+    """The cell's numbers under the keys of :data:`COLUMNS` (metrics plus timing).
+
+    ``critic_gap_ratio`` is the critic's own estimate (mean D(real) − mean D(fake) on the
+    evaluation samples) over the exact W1: ≤ 1 for a 1-Lipschitz critic (Kantorovich–Rubinstein),
+    so a ratio above 1 says the critic is not 1-Lipschitz and its gap is no W1 estimate.
+    """
     values = dict(result.get("metrics") or {})
     if result.get("seconds_per_iteration") is not None:
         values["seconds_per_iteration"] = result["seconds_per_iteration"]
+    gap, w1 = values.get("critic_wasserstein"), values.get("w1")
+    if gap is not None and w1:
+        values["critic_gap_ratio"] = gap / w1
     return values
+
+
+def meets(values: dict, target: dict) -> bool:
+    """Whether ``values`` reach every threshold of ``target`` (reverse KL: at most)."""
+    return (
+        values.get("modes_covered", -1) >= target["modes_covered"]
+        and values.get("high_quality_fraction", -1) >= target["high_quality_fraction"]
+        and values.get("reverse_kl", math.inf) <= target["reverse_kl"]
+    )
+
+
+def to_target(result: dict, target: dict) -> tuple[int, float] | None:
+    """(iteration, training seconds) of the first curve point meeting ``target``; None if none."""
+    for point in result.get("curve") or ():
+        if meets(point, target):
+            return point["step"], point["seconds"]
+    return None
+
+
+def censored_median(values: list[float], total: int) -> float:
+    """The median over ``total`` seeds of which only ``values`` got there (the others count as
+    never, +inf): an honest median of times that are censored at the budget."""
+    xs = sorted(values) + [math.inf] * (total - len(values))
+    if not xs:
+        return math.inf
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
 def is_collapsed(values: dict) -> bool | None:
@@ -75,21 +124,29 @@ def is_collapsed(values: dict) -> bool | None:
     return verdict
 
 
-def mean_se(xs) -> tuple[float, float] | None:
-    xs = [float(x) for x in xs if x is not None and math.isfinite(float(x))]
-    if not xs:
+def mean_se(xs) -> tuple[float, float, int, int] | None:
+    """(mean, standard error, infinite count, count): mean ± s.e. over the finite values, and how
+    many of all values were infinite (a reverse KL with no high-quality sample), so that
+    [inf, inf, 0.05] shows as "0.05 [∞ in 2/3]" and never as a plain 0.05. None when empty."""
+    values = [float(x) for x in xs if x is not None and not math.isnan(float(x))]
+    if not values:
         return None
-    se = float(np.std(xs, ddof=1) / math.sqrt(len(xs))) if len(xs) > 1 else float("nan")
-    return float(np.mean(xs)), se
+    finite = [x for x in values if math.isfinite(x)]
+    infinite = len(values) - len(finite)
+    if not finite:
+        return math.inf, math.nan, infinite, len(values)
+    se = float(np.std(finite, ddof=1) / math.sqrt(len(finite))) if len(finite) > 1 else math.nan
+    return float(np.mean(finite)), se, infinite, len(values)
 
 
 def summarize(results: list[dict]) -> dict:
-    """{data set: {constraint: {column key: (mean, se), 'seeds', 'failed', 'collapsed'}}}."""
+    """{data set: {constraint: {'stats': {column key: mean_se}, 'seeds', 'failed', 'collapsed',
+    and where the data set has a target: 'to_target'}}}."""
     out: dict = {}
     for r in results:
         cell = r["cell"]
         row = out.setdefault(cell["dataset"], {}).setdefault(
-            cell["constraint"], {"cells": [], "failed": 0, "collapsed": 0}
+            cell["constraint"], {"cells": [], "failed": 0, "collapsed": 0, "reached": []}
         )
         if r["status"] != "ok":
             row["failed"] += 1
@@ -97,55 +154,185 @@ def summarize(results: list[dict]) -> dict:
         values = cell_values(r)
         row["cells"].append(values)
         row["collapsed"] += bool(is_collapsed(values))
+        target = TARGETS.get(cell["dataset"])
+        if target and r.get("curve"):
+            row["curved"] = row.get("curved", 0) + 1
+            if (hit := to_target(r, target)) is not None:
+                row["reached"].append(hit)
     for rows in out.values():
         for row in rows.values():
-            cells = row.pop("cells")
+            cells, reached, curved = row.pop("cells"), row.pop("reached"), row.pop("curved", 0)
             row["seeds"] = len(cells)
-            row["stats"] = {
-                key: stat
-                for key, *_ in COLUMNS
-                if (stat := mean_se([c.get(key) for c in cells])) is not None
-            }
+            row["stats"] = _stats(cells)
+            if curved:
+                row["to_target"] = {
+                    "iterations": censored_median([h[0] for h in reached], curved),
+                    "seconds": censored_median([h[1] for h in reached], curved),
+                    "reached": len(reached),
+                    "of": curved,
+                }
     return out
+
+
+def _stats(cells: list[dict]) -> dict:
+    return {
+        key: stat
+        for key, *_ in COLUMNS
+        if (stat := mean_se([c.get(key) for c in cells])) is not None
+    }
 
 
 def _fmt(stat, scale: float, digits: int) -> str:
     if stat is None:
         return "–"
-    mean, se = stat
+    mean, se, infinite, count = stat
+    if infinite == count:
+        return f"∞ [all {count}]"
     se_text = "" if math.isnan(se) else f" ± {se * scale:.{digits}f}"
-    return f"{mean * scale:.{digits}f}{se_text}"
+    inf_text = f" [∞ in {infinite}/{count}]" if infinite else ""
+    return f"{mean * scale:.{digits}f}{se_text}{inf_text}"
 
 
-def markdown(spec: dict, results: list[dict], command: str = "") -> str:
+def _fmt_target(row: dict, key: str) -> str:
+    hit = row.get("to_target")
+    if not hit:
+        return "–"
+    value = hit[key]
+    shown = (
+        "never"
+        if math.isinf(value)
+        else (f"{value:,.0f}" if key == "iterations" else f"{value:.0f}")
+    )
+    return f"{shown} ({hit['reached']}/{hit['of']})"
+
+
+#: The metrics on which a row must beat uniform noise on the bounding box (higher, higher, lower).
+BEAT_KEYS = (("modes_covered", 1), ("high_quality_fraction", 1), ("reverse_kl", -1))
+
+
+def beats(stats: dict, reference: dict) -> list[str]:
+    """The metrics (of :data:`BEAT_KEYS`) on which ``stats`` does *not* beat ``reference``'s means;
+    [] when it beats it on all three (an infinite reverse KL in any seed never beats)."""
+    failed = []
+    for key, sign in BEAT_KEYS:
+        mine, theirs = stats.get(key), reference.get(key)
+        if mine is None or theirs is None:
+            continue
+        value = math.inf if key == "reverse_kl" and mine[2] else mine[0]
+        if not sign * value > sign * theirs[0]:
+            failed.append(key)
+    return failed
+
+
+_SHORT = {"modes_covered": "modes", "high_quality_fraction": "HQ", "reverse_kl": "rKL"}
+
+
+def markdown(
+    spec: dict, results: list[dict], command: str = "", references: dict | None = None
+) -> str:
+    from lipgan.study.references import BOX
+
     summary = summarize(results)
+    references = references or {}
     lines = ["# lipgan constraint study", ""]
+    if spec.get("smoke_test"):
+        lines += [
+            "**SMOKE TEST (`--quick`): a check that the machinery runs, not results.** Its "
+            "generators have trained too briefly to compare constraints.",
+            "",
+        ]
     if command:
         lines += [f"Command: `{command}`", ""]
     budget = (
-        f"lipgan's budget: {spec['steps']} generator iterations per run, {spec['seeds']} seeds, "
-        f"{spec['eval_samples']} samples per evaluation. Mean ± standard error over the seeds "
-        "that finished; a seed is *collapsed* when fewer than half the modes are captured or the "
-        f"reverse KL of the mode histogram exceeds {COLLAPSE_KL}."
+        f"lipgan's budget: {_steps_text(results, spec)} generator iterations per run, "
+        f"{spec['seeds']} seeds, {spec['eval_samples']} samples per evaluation. Mean ± standard "
+        "error over the seeds that finished; `[∞ in k/n]`: k of the n seeds had an infinite value "
+        "(no high-quality sample), left out of the mean. A seed is *collapsed* when fewer than "
+        f"half the modes are captured or the reverse KL of the mode histogram exceeds {COLLAPSE_KL}."
     )
     lines += [budget, ""]
+    if spec.get("eval_every"):
+        lines += [
+            f"Quality curve: every {spec['eval_every']} iterations (modes, high quality, reverse KL "
+            "on the same samples as the final evaluation; a sliced W1); *to target*: the median "
+            "over seeds of the first curve point meeting PacGAN4's level (a seed that never got "
+            "there counts as never; `(k/n)` seeds got there); seconds are training seconds "
+            "(tracing included, evaluations excluded).",
+            "",
+        ]
     for dataset, rows in summary.items():
-        keys = [c for c in COLUMNS if any(c[0] in r["stats"] for r in rows.values())]
-        head = ["constraint", *[title for _, title, *_ in keys], "seeds", "failed", "collapsed"]
-        lines += [f"## {dataset}", "", "| " + " | ".join(head) + " |"]
-        lines.append("|" + "---|" * len(head))
+        ref = references.get(dataset)
+        ref_stats = {name: _stats(r["cells"]) for name, r in ref["rows"].items()} if ref else {}
+        all_stats = [r["stats"] for r in rows.values()] + list(ref_stats.values())
+        keys = [c for c in COLUMNS if any(c[0] in st for st in all_stats) and c[0] != "w1_floor"]
+        targets = dataset in TARGETS and any("to_target" in r for r in rows.values())
+        head = ["constraint", *[title for _, title, *_ in keys]]
+        if targets:
+            head += ["iterations to target", "seconds to target"]
+        if BOX in ref_stats:
+            head.append("beats uniform noise")
+        head += ["seeds", "failed", "collapsed"]
+        lines += [f"## {dataset}", ""]
+        if ref:
+            floor = ref["floor"]
+            lines += [
+                f"W1 floor (real vs real, n = {floor['n']}, {floor['pairs']} pairs): "
+                f"**{floor['mean']:.4f} ± {floor['se']:.4f}**.",
+                "",
+            ]
+        if targets:
+            t = TARGETS[dataset]
+            lines += [
+                f"Target (PacGAN4, per seed): ≥ {t['modes_covered']} modes, ≥ "
+                f"{t['high_quality_fraction']:.0%} high quality, reverse KL ≤ {t['reverse_kl']}.",
+                "",
+            ]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for constraint, row in rows.items():
             cols = [_fmt(row["stats"].get(k), scale, d) for k, _, scale, d in keys]
+            if targets:
+                cols += [_fmt_target(row, "iterations"), _fmt_target(row, "seconds")]
+            if BOX in ref_stats:
+                failed = beats(row["stats"], ref_stats[BOX])
+                cols.append(
+                    "yes" if not failed else "**no** (" + ", ".join(_SHORT[f] for f in failed) + ")"
+                )
             lines.append(
                 f"| {constraint} | "
                 + " | ".join(cols)
                 + f" | {row['seeds']} | {row['failed']} | {row['collapsed']} |"
             )
+        for name, st in ref_stats.items():
+            cols = [_fmt(st.get(k), scale, d) for k, _, scale, d in keys]
+            cols += ["–", "–"] if targets else []
+            cols += ["–"] if BOX in ref_stats else []
+            seeds = len(ref["rows"][name]["cells"])
+            lines.append(
+                f"| *{name}: {ref['rows'][name]['what']}* | "
+                + " | ".join(cols)
+                + f" | {seeds} | – | – |"
+            )
+        if ref:
+            lines += [
+                "",
+                "Italic rows learn nothing: samplers scored on the same metrics, sample count and "
+                "seeds. A constraint row that does not beat uniform noise on the bounding box on "
+                "modes, high quality and reverse KL (means) says **no** in *beats uniform noise*.",
+            ]
+        if any("critic_gap_ratio" in r["stats"] for r in rows.values()):
+            lines += [
+                "",
+                "*critic gap / W1*: the critic's mean D(real) − mean D(fake) on the evaluation "
+                "samples over the exact W1; a 1-Lipschitz critic gives ≤ 1, so a ratio above 1 "
+                "means the critic is not 1-Lipschitz and its gap is not a W1 estimate.",
+            ]
         if dataset in PACGAN:
             lines += [
                 "",
-                f"PacGAN (Lin et al. 2018, Table 1; their own training, {PACGAN_BUDGET}: not "
-                f"the same training as above, whose budget is {spec['steps']} iterations):",
+                f"PacGAN (Lin et al. 2018, Table 1; their own training: {PACGAN_SETUP}; "
+                f"{PACGAN_BUDGET}; not the same training as above, whose budget is "
+                f"{_steps_text([r for r in results if r['cell']['dataset'] == dataset], spec)} "
+                "iterations):",
                 "",
                 "| method | modes captured | high quality % | reverse KL |",
                 "|---|---|---|---|",
@@ -160,6 +347,14 @@ def markdown(spec: dict, results: list[dict], command: str = "") -> str:
             ]
         lines.append("")
     return "\n".join(lines)
+
+
+def _steps_text(results: list[dict], spec: dict) -> str:
+    """The iterations per run, from the cells (a spec's ``steps`` may be None: each config's)."""
+    steps = sorted({r["cell"]["steps"] for r in results})
+    if not steps:
+        return str(spec.get("steps"))
+    return " / ".join(f"{s:,}" for s in steps)
 
 
 #: The metric that picks a constraint's median seed for the figure: W1 (toys), FD (digits).
@@ -187,9 +382,42 @@ def _image_grid(images: np.ndarray, columns: int = 8) -> np.ndarray:
     return grid[..., 0] if c == 1 else grid
 
 
-def figure(path: Path, out: Path, results: list[dict]) -> None:
+#: Curve panels: (key, title, scale, log y).
+CURVE_PANELS = [
+    ("modes_covered", "modes captured", 1.0, False),
+    ("high_quality_fraction", "high quality %", 100.0, False),
+    ("reverse_kl", "reverse KL (finite seeds)", 1.0, True),
+    ("sliced_w1", "sliced W1", 1.0, True),
+]
+
+
+def curve_bands(results: list[dict]) -> dict:
+    """{constraint: {'step': [...], 'seconds': [...], key: [(mean, se), ...]}} over the seeds'
+    curves of one data set, at the steps every seed of the row recorded; seconds are the mean
+    over seeds at each step. Infinite values (reverse KL with no high-quality sample) are left
+    out of a step's mean."""
+    by_row: dict[str, list[list[dict]]] = {}
+    for r in results:
+        if r["status"] == "ok" and r.get("curve"):
+            by_row.setdefault(r["cell"]["constraint"], []).append(r["curve"])
+    out = {}
+    for constraint, curves in by_row.items():
+        steps = sorted(set.intersection(*({p["step"] for p in c} for c in curves)))
+        at = [{p["step"]: p for p in c} for c in curves]
+        band = {
+            "step": steps,
+            "seconds": [float(np.mean([a[s]["seconds"] for a in at])) for s in steps],
+        }
+        for key, *_ in CURVE_PANELS:
+            band[key] = [mean_se([a[s].get(key) for a in at]) for s in steps]
+        out[constraint] = band
+    return out
+
+
+def figure(path: Path, out: Path, results: list[dict], references: dict | None = None) -> None:
     """Per data set: one scatter (toys) or image grid (digits) per constraint, median seed by W1 or
-    FD, then a bar chart per metric."""
+    FD, then a bar chart per metric; where cells recorded curves, mean ± s.e. bands per constraint
+    against iterations and against training seconds, with the reference samplers as dashed lines."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -198,24 +426,30 @@ def figure(path: Path, out: Path, results: list[dict]) -> None:
     from lipgan.study.runner import cell_dir
     from lipgan.study.spec import Cell
 
+    references = references or {}
     summary = summarize(results)
     datasets = list(summary)
+    bands = {d: curve_bands([r for r in results if r["cell"]["dataset"] == d]) for d in datasets}
+    rows_per = {d: 4 if bands[d] else 2 for d in datasets}
+    offsets = np.cumsum([0] + [rows_per[d] for d in datasets])
     width = max(
         max(len(rows) for rows in summary.values()),
         max(
             sum(any(k in r["stats"] for r in rows.values()) for k, *_ in COLUMNS)
             for rows in summary.values()
         ),
+        len(CURVE_PANELS) if any(bands.values()) else 0,
     )
     fig, axes = plt.subplots(
-        2 * len(datasets), width, figsize=(2.6 * width, 5.2 * len(datasets)), squeeze=False
+        int(offsets[-1]), width, figsize=(2.6 * width, 2.6 * int(offsets[-1])), squeeze=False
     )
     for ax in axes.flat:
         ax.set_visible(False)
     for i, dataset in enumerate(datasets):
+        top = int(offsets[i])
         rows = summary[dataset]
         for j, constraint in enumerate(rows):
-            ax = axes[2 * i, j]
+            ax = axes[top, j]
             ax.set_visible(True)
             cells = [
                 r
@@ -241,24 +475,78 @@ def figure(path: Path, out: Path, results: list[dict]) -> None:
                 ax.set_xlabel(f"seed {cell.seed}", fontsize=6)
         keys = [c for c in COLUMNS if any(c[0] in r["stats"] for r in rows.values())]
         for j, (key, title, scale, _) in enumerate(keys):
-            ax = axes[2 * i + 1, j]
+            ax = axes[top + 1, j]
             ax.set_visible(True)
             names = list(rows)
             stats = [rows[n]["stats"].get(key) for n in names]
-            means = [s[0] * scale if s else 0.0 for s in stats]
+            means = [s[0] * scale if s and math.isfinite(s[0]) else 0.0 for s in stats]
             errs = [s[1] * scale if s and not math.isnan(s[1]) else 0.0 for s in stats]
             ax.bar(range(len(names)), means, yerr=errs, capsize=2)
             ax.set_xticks(range(len(names)))
             ax.set_xticklabels(names, rotation=70, fontsize=5)
             ax.set_title(title, fontsize=7)
+        if bands[dataset]:
+            _curve_panels(axes[top + 2 : top + 4], dataset, bands[dataset], references.get(dataset))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def write(out: Path, spec: dict, results: list[dict], command: str = "") -> dict[str, Path]:
+def _curve_panels(axes, dataset: str, bands: dict, reference: dict | None) -> None:
+    """Row 0: against iterations; row 1: against training seconds."""
+    ref_means = {}
+    if reference:
+        for name, row in reference["rows"].items():
+            ref_means[name] = _stats(row["cells"])
+    for r, xkey in enumerate(("step", "seconds")):
+        for j, (key, title, scale, log) in enumerate(CURVE_PANELS):
+            ax = axes[r][j]
+            ax.set_visible(True)
+            for k, (constraint, band) in enumerate(bands.items()):
+                pts = [
+                    (x, st[0] * scale, 0.0 if math.isnan(st[1]) else st[1] * scale)
+                    for x, st in zip(band[xkey], band[key])
+                    if st is not None and math.isfinite(st[0])
+                ]
+                if not pts:
+                    continue
+                x, m, e = (np.array(v) for v in zip(*pts))
+                color = f"C{k % 10}"
+                ax.plot(x, m, color=color, lw=1, label=constraint)
+                ax.fill_between(x, m - e, m + e, color=color, alpha=0.2, lw=0)
+            for n, (name, st) in enumerate(ref_means.items()):
+                if key in st and math.isfinite(st[key][0]):
+                    ax.axhline(
+                        st[key][0] * scale,
+                        color="k",
+                        ls=("--", ":", "-.")[n % 3],
+                        lw=0.7,
+                        label=name,
+                    )
+            if log:
+                ax.set_yscale("log")
+            ax.set_title(f"{dataset}: {title}", fontsize=7)
+            ax.set_xlabel("iterations" if xkey == "step" else "training seconds", fontsize=6)
+            ax.tick_params(labelsize=5)
+            if r == 0 and j == 0:
+                ax.legend(fontsize=4, loc="best")
+
+
+def write(
+    out: Path, spec: dict, results: list[dict], command: str = "", log=None
+) -> dict[str, Path]:
+    from lipgan.study import references as refs
+
     out = Path(out)
     paths = {"json": out / "study.json", "markdown": out / "study.md", "figure": out / "study.png"}
+    references = refs.load_or_compute(
+        out,
+        list(dict.fromkeys(r["cell"]["dataset"] for r in results)),
+        spec["eval_samples"],
+        spec["seeds"],
+        log,
+        refs.SMOKE_FLOOR_PAIRS if spec.get("smoke_test") else refs.FLOOR_PAIRS,
+    )
     cells = []
     for r in results:
         values = cell_values(r) if r["status"] == "ok" else {}
@@ -267,10 +555,12 @@ def write(out: Path, spec: dict, results: list[dict], command: str = "") -> dict
         "spec": spec,
         "command": command,
         "collapse_rule": f"modes captured < half, or reverse KL > {COLLAPSE_KL}",
+        "targets": TARGETS,
         "summary": summarize(results),
+        "references": references,
         "cells": cells,
     }
     paths["json"].write_text(dumps(payload))
-    paths["markdown"].write_text(markdown(spec, results, command))
-    figure(paths["figure"], out, results)
+    paths["markdown"].write_text(markdown(spec, results, command, references))
+    figure(paths["figure"], out, results, references)
     return paths

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -56,13 +57,20 @@ def load_result(out: Path, cell: Cell) -> dict | None:
 def _check_out(out: Path, spec: StudySpec, force: bool) -> None:
     path = out / "spec.json"
     if path.is_file():
-        old = json.loads(path.read_text())
+        try:
+            old = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            old = f"unreadable ({str(exc).splitlines()[0]})"
         if old != spec.as_dict() and not force:
+            what = old if isinstance(old, str) else "another spec"
             raise ConfigError(
-                f"{out} holds a study with another spec; use another --out or pass --force"
+                f"{path} holds {what}; use another --out, or pass --force to replace it (cells "
+                "recorded for another spec are moved aside, not overwritten)"
             )
     out.mkdir(parents=True, exist_ok=True)
-    path.write_text(dumps(spec.as_dict()))
+    tmp = path.with_name(path.name + ".tmp")  # atomic: a kill leaves the old spec or the new
+    tmp.write_text(dumps(spec.as_dict()))
+    os.replace(tmp, path)
 
 
 #: Exit statuses of a cell stopped by a signal (lipgan's graceful stop exits 128 + signal; a
@@ -121,6 +129,7 @@ def run_cell_process(
     never started because the study is stopping): an unfinished cell, resumed by a re-run."""
     processes = processes or CellProcesses()
     run_dir = cell_dir(out, cell)
+    _move_other_cell_aside(run_dir, cell)
     run_dir.mkdir(parents=True, exist_ok=True)
     cell_file = run_dir / "cell.json"
     cell_file.write_text(dumps(cell.as_dict()))
@@ -137,12 +146,42 @@ def run_cell_process(
     result = load_result(out, cell)
     if result is None and proc.returncode in STOP_STATUSES:
         return None
-    if result is None:  # the process died before writing its result (killed, segfault...)
+    if result is None and proc.returncode < 0:
+        # Killed by a signal the study did not send (the kernel's out-of-memory killer sends
+        # SIGKILL): not a result of the method, so nothing is recorded and a re-run retries it.
+        name = signal.Signals(-proc.returncode).name
+        return {
+            "status": "killed",
+            "error": f"killed by {name} (out of memory?); see {run_dir / 'cell.log'}",
+            "cell": cell.as_dict(),
+        }
+    if result is None:  # the process died before writing its result (segfault, exit...)
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
-        message = lines[-1] if lines else f"exit code {proc.returncode}"
+        # lipgan's own one-line error, or a Python exception; not TensorFlow's C++ log lines
+        errors = [ln for ln in lines if ln.startswith("Error: ") or _PYTHON_ERROR.match(ln)]
+        message = (errors or [f"exit code {proc.returncode}"])[-1]
         result = {"status": "failed", "error": message, "cell": cell.as_dict()}
         (run_dir / "result.json").write_text(dumps(result))
     return result
+
+
+_PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
+
+
+def _move_other_cell_aside(run_dir: Path, cell: Cell) -> None:
+    """A run dir that trained another cell (the spec changed under ``--force``, e.g. its steps)
+    is renamed ``<dir>-replaced[-k]`` rather than resumed or overwritten (issue 27)."""
+    try:
+        recorded = json.loads((run_dir / "cell.json").read_text())
+    except (OSError, ValueError):
+        return
+    if recorded == cell.as_dict():
+        return
+    aside, n = run_dir.with_name(run_dir.name + "-replaced"), 1
+    while aside.exists():
+        n += 1
+        aside = run_dir.with_name(f"{run_dir.name}-replaced-{n}")
+    os.replace(run_dir, aside)
 
 
 def _eta(done: int, total: int, elapsed: float) -> str:
@@ -191,12 +230,17 @@ def run_cells(
         f"study: {total} cells, {len(results)} already finished, {len(todo)} to run, "
         f"{executor.describe()}"
     )
+    killed: list[str] = []
     if todo:
         executor.start()  # before the stop handlers: Ray's start-up installs its own
     with _forwarding_signals(executor):
         for n, (cell, result) in enumerate(executor.run(out, todo, threads), 1):
             if result is None:
                 log(f"[{len(results)}/{total}] {cell.name}: stopped, resumable")
+                continue
+            if result["status"] == "killed":
+                killed.append(f"{cell.name}: {result['error']}")
+                log(f"[{len(results)}/{total}] {cell.name}: {result['error']}")
                 continue
             results[cell] = result
             state = "ok" if result["status"] == "ok" else f"FAILED ({result.get('error')})"
@@ -205,6 +249,11 @@ def run_cells(
                 f"[{len(results)}/{total}] {cell.name}: {state}  "
                 f"elapsed {elapsed:.0f}s  ETA {_eta(n, len(todo), elapsed)}"
             )
+    if killed and executor.signum is None:
+        raise ConfigError(
+            f"{len(killed)} cell(s) did not finish ({killed[0]}); free memory or lower --jobs, "
+            f"then run the same command again to retry them ({out})"
+        )
     if executor.signum is not None or len(results) < total:
         signum = executor.signum or signal.SIGTERM
         raise Interrupted(

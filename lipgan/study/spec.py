@@ -8,6 +8,7 @@ parse_spec`, the syntax of ``lipgan bench``), the seed and the number of iterati
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 
 from lipgan.errors import ConfigError
@@ -35,8 +36,12 @@ PAPER_OPTIMIZERS = {
     ),
 }
 
-#: ``--quick``: the grid a test can afford (a few minutes on 2 idle cores).
-QUICK = {"seeds": 2, "steps": 100, "datasets": ["8gaussians"]}
+#: ``--quick``: the grid a test can afford (a few minutes on 2 idle cores). A smoke test of the
+#: machinery, labelled so in its report: 100 iterations have learned nothing worth comparing.
+QUICK = {"seeds": 2, "steps": 100, "datasets": ["8gaussians"], "eval_every": 50}
+
+#: Iterations between two points of a cell's quality curve (``--eval-every``; 0 = no curve).
+EVAL_EVERY = 250
 
 #: The PacGAN protocol: 2,500 generated samples per evaluation (Lin et al. 2018, Table 1).
 EVAL_SAMPLES = 2500
@@ -44,14 +49,21 @@ EVAL_SAMPLES = 2500
 
 @dataclasses.dataclass(frozen=True)
 class StudySpec:
-    """The whole grid; two studies with equal specs are the same study (resume compares them)."""
+    """The whole grid; two studies with equal specs are the same study (resume compares them).
+
+    ``steps=None`` trains every data set for its own config's ``train.steps`` (the budget the
+    config was written for: 4,000 for ring and grid); ``eval_every`` is the curve's interval;
+    ``smoke_test`` marks a ``--quick`` study, whose report says it holds no results.
+    """
 
     constraints: tuple[str, ...]
     datasets: tuple[str, ...]
     seeds: int
-    steps: int
+    steps: int | None = None
     eval_samples: int = EVAL_SAMPLES
     bindings: tuple[str, ...] = ()
+    eval_every: int = EVAL_EVERY
+    smoke_test: bool = False
 
     def as_dict(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
@@ -62,7 +74,15 @@ class StudySpec:
 
     def cells(self) -> list[Cell]:
         return [
-            Cell(dataset, constraint, seed, self.steps, self.eval_samples, self.bindings)
+            Cell(
+                dataset,
+                constraint,
+                seed,
+                self.steps or config_steps(dataset),
+                self.eval_samples,
+                self.bindings,
+                self.eval_every,
+            )
             for dataset in self.datasets
             for constraint in self.constraints
             for seed in range(self.seeds)
@@ -77,6 +97,7 @@ class Cell:
     steps: int
     eval_samples: int
     bindings: tuple[str, ...] = ()
+    eval_every: int = 0
 
     @property
     def name(self) -> str:
@@ -108,7 +129,22 @@ class Cell:
         if dataset_name:
             bindings.append(f"dataset.name = {dataset_name!r}")
         bindings += [f"train.seed = {self.seed}", f"train.steps = {self.steps}"]
+        # The config's own periodic evaluation (exact W1 and a sample image every
+        # train.eval_every) is replaced by the cell's cheaper curve (lipgan.study.curve); it
+        # changes no step. --bind still wins.
+        bindings.append("train.eval_every = 0")
         return [config], bindings + list(self.bindings)
+
+
+@functools.cache
+def config_steps(dataset: str) -> int:
+    """``train.steps`` of the data set's shipped config: a study's default budget."""
+    from lipgan import config
+    from lipgan.plugins import load_registry
+
+    if dataset not in DATASETS:
+        raise ConfigError(f"unknown study data set {dataset!r}; known: {', '.join(DATASETS)}")
+    return int(config.query([DATASETS[dataset][0]], "train.steps", load_registry().registry))
 
 
 def default_constraints(registry) -> list[str]:
@@ -133,8 +169,10 @@ def default_constraints(registry) -> list[str]:
 def check_spec(spec: StudySpec) -> None:
     from lipgan.bench.harness import parse_spec
 
-    if spec.seeds < 1 or spec.steps < 1 or spec.eval_samples < 2:
+    if spec.seeds < 1 or (spec.steps is not None and spec.steps < 1) or spec.eval_samples < 2:
         raise ConfigError("--seeds and --steps must be >= 1")
+    if spec.eval_every < 0:
+        raise ConfigError("--eval-every must be >= 0 (0: no quality curve)")
     if not spec.constraints or not spec.datasets:
         raise ConfigError("a study needs at least one constraint and one data set")
     for c in spec.constraints:

@@ -1,0 +1,131 @@
+"""The study report's honesty parts: reference rows, infinite values, time to target, the W1 floor."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from lipgan.study import references, report
+
+
+def _ok(dataset, constraint, seed, curve=None, **metrics):
+    cell = {"dataset": dataset, "constraint": constraint, "seed": seed, "steps": 1000}
+    cell |= {"eval_samples": 2500, "bindings": [], "eval_every": 250}
+    out = {"status": "ok", "cell": cell, "metrics": metrics, "seconds_per_iteration": 0.01}
+    if curve is not None:
+        out["curve"] = curve
+    return out
+
+
+def test_infinite_values_are_counted_and_shown_not_dropped():
+    assert report.mean_se([math.inf, math.inf, 0.05])[2:] == (2, 3)
+    results = [_ok("ring", "gp", k, reverse_kl=v, w1=0.1) for k, v in enumerate([1e9, 0.05])]
+    results[0]["metrics"]["reverse_kl"] = math.inf
+    results.append(_ok("ring", "gp", 2, reverse_kl=math.inf, w1=0.1))
+    md = report.markdown({"steps": 1000, "seeds": 3, "eval_samples": 2500}, results)
+    row = next(line for line in md.splitlines() if line.startswith("| gp |"))
+    assert "0.05 [∞ in 2/3]" in row
+    every = [_ok("ring", "x", k, reverse_kl=math.inf) for k in range(2)]
+    assert report._fmt(report.summarize(every)["ring"]["x"]["stats"]["reverse_kl"], 1, 2) == (
+        "∞ [all 2]"
+    )
+
+
+def _circle_hq_by_hand(sigma=0.01, modes=8):
+    """Uniform on the unit circle: a point is high quality within 3σ of a centre on the circle,
+    i.e. within an arc of half-angle 2·asin(3σ/2) around each of the 8 centres."""
+    return modes * 2 * 2 * math.asin(3 * sigma / 2) / (2 * math.pi)
+
+
+def test_reference_samplers_score_as_computed_by_hand():
+    from lipgan.data.toy import MODE_CENTERS, MODE_STD
+    from lipgan.metrics.toy import mode_metrics
+
+    rng = np.random.default_rng(0)
+    ring = references.samplers("2d_ring")
+    circle = mode_metrics(ring[references.SUPPORT][0](200_000, rng), MODE_CENTERS["2d_ring"], 0.01)
+    assert circle["modes_covered"] == 8
+    assert circle["high_quality_fraction"] == pytest.approx(_circle_hq_by_hand(), rel=0.03)
+    assert circle["reverse_kl"] < 1e-3  # evenly spread over the 8 arcs
+    # Uniform on [-1, 1]²: 4 centres on the box's edges (half a disc inside), 4 inside.
+    box = mode_metrics(ring[references.BOX][0](400_000, rng), MODE_CENTERS["2d_ring"], 0.01)
+    disc = math.pi * (3 * 0.01) ** 2
+    assert box["high_quality_fraction"] == pytest.approx((4 * 0.5 + 4) * disc / 4, rel=0.05)
+    # The grid on [-4, 4]²: corner centres a quarter disc, edge ones half, 9 inside.
+    grid = references.samplers("2d_grid")
+    assert set(grid) == {references.REAL, references.BOX}  # no simple support
+    g = mode_metrics(grid[references.BOX][0](400_000, rng), MODE_CENTERS["2d_grid"], 0.05)
+    disc = math.pi * (3 * MODE_STD["2d_grid"]) ** 2
+    assert g["high_quality_fraction"] == pytest.approx((4 / 4 + 12 / 2 + 9) * disc / 64, rel=0.05)
+    real = mode_metrics(grid[references.REAL][0](100_000, rng), MODE_CENTERS["2d_grid"], 0.05)
+    assert real["high_quality_fraction"] == pytest.approx(1 - math.exp(-4.5), abs=0.003)
+
+
+def test_reference_rows_with_the_study_protocol_and_a_floor_with_its_error():
+    rows = references.evaluate("2d_ring", 1000, seeds=2)
+    assert set(rows) == {references.REAL, references.BOX, references.SUPPORT}
+    for row in rows.values():
+        assert len(row["cells"]) == 2
+    assert all(c["modes_covered"] == 8 for c in rows[references.SUPPORT]["cells"])
+    floor = references.compute("ring", 1000, seeds=1, pairs=4)["floor"]
+    assert floor["pairs"] == 4 and floor["se"] > 0 and 0 < floor["mean"] < 0.2
+    assert references.compute("digits", 1000, seeds=1) is None
+
+
+def test_time_to_target_is_the_first_curve_point_meeting_all_three_and_a_censored_median():
+    target = report.TARGETS["ring"]
+    good = {"modes_covered": 8, "high_quality_fraction": 0.96, "reverse_kl": 0.01}
+    curve = [
+        {
+            "step": 0,
+            "seconds": 0.0,
+            "modes_covered": 0,
+            "high_quality_fraction": 0.0,
+            "reverse_kl": math.inf,
+        },
+        {"step": 250, "seconds": 10.0, **good, "high_quality_fraction": 0.5},
+        {"step": 500, "seconds": 20.0, **good},
+        {"step": 750, "seconds": 30.0, **good},
+    ]
+    assert report.to_target({"curve": curve}, target) == (500, 20.0)
+    never = [{**p, "high_quality_fraction": 0.5} for p in curve]
+    results = [
+        _ok("ring", "gp", 0, curve=curve),
+        _ok("ring", "gp", 1, curve=curve),
+        _ok("ring", "gp", 2, curve=never),
+    ]
+    row = report.summarize(results)["ring"]["gp"]
+    assert row["to_target"] == {"iterations": 500, "seconds": 20.0, "reached": 2, "of": 3}
+    assert report.censored_median([500], 3) == math.inf  # 2 of 3 never got there
+    md = report.markdown({"steps": 1000, "seeds": 3, "eval_samples": 2500}, results)
+    line = next(x for x in md.splitlines() if x.startswith("| gp |"))
+    assert "500 (2/3)" in line and "20 (2/3)" in line
+
+
+def test_rows_that_do_not_beat_uniform_noise_are_marked():
+    box = {"modes_covered": 5.4, "high_quality_fraction": 0.0036, "reverse_kl": 0.49}
+    reference = {k: (v, 0.0, 0, 5) for k, v in box.items()}
+    learned = {"modes_covered": (8, 0, 0, 5), "high_quality_fraction": (0.9, 0, 0, 5)}
+    learned["reverse_kl"] = (0.01, 0, 0, 5)
+    assert report.beats(learned, reference) == []
+    noisy = {**learned, "reverse_kl": (0.5, 0, 0, 5)}
+    assert report.beats(noisy, reference) == ["reverse_kl"]
+    partly_infinite = {**learned, "reverse_kl": (0.01, 0, 1, 5)}
+    assert report.beats(partly_infinite, reference) == ["reverse_kl"]
+
+
+def test_critic_gap_over_w1_column():
+    r = _ok("ring", "gp", 0, critic_wasserstein=0.21, w1=0.1)
+    assert report.cell_values(r)["critic_gap_ratio"] == pytest.approx(2.1)
+    md = report.markdown({"steps": 1000, "seeds": 1, "eval_samples": 2500}, [r])
+    assert "critic gap / W1" in md and "2.10" in md
+
+
+def test_a_smoke_test_says_so_and_pacgan_rows_state_their_setup():
+    results = [_ok("ring", "gp", 0, w1=0.1)]
+    spec = {"steps": 100, "seeds": 1, "eval_samples": 2500, "smoke_test": True}
+    md = report.markdown(spec, results)
+    assert "SMOKE TEST" in md and "not results" in md
+    assert "non-Wasserstein" in md and "maxout" in md and "not the same training" in md
