@@ -128,10 +128,16 @@ def _untimed(value):
 @pytest.mark.slow
 def test_the_quick_study_on_ray_equals_the_local_one(ray_address, tmp_path):
     """Same cells, same metrics and quality curves to the bit (one single-threaded TF per cell,
-    seeded), same samples, same report but for wall times and the command line."""
+    seeded), same samples, same report but for wall times and the command line. The Ray run keeps
+    its run dirs in another --storage, as nodes without a shared file system would: result.json
+    and samples.npy reach the study dir through Ray, and the report is complete there."""
     local = _quick(tmp_path / "local", "--jobs", "2")
-    on_ray = _quick(tmp_path / "ray", "--executor", "ray")
+    storage = tmp_path / "storage"
+    on_ray = _quick(tmp_path / "ray", "--executor", "ray", "--storage", str(storage))
     assert len(on_ray["cells"]) == QUICK["seeds"]
+    assert (
+        cell_dir(storage, StudySpec.from_dict(local["spec"]).cells()[0]) / "curve.jsonl"
+    ).is_file()
     for a, b in zip(local["cells"], on_ray["cells"]):
         assert a["status"] == b["status"] == "ok", (a.get("error"), b.get("error"))
         assert a["metrics"] and a["metrics"] == b["metrics"]
@@ -289,3 +295,47 @@ def test_a_retry_waits_for_the_killed_attempt_to_release_the_run_dir(tmp_path):
     started = time.monotonic()
     assert wait_unlocked(lock, 30)
     assert time.monotonic() - started >= 0.25
+
+
+def test_the_driver_lands_results_it_does_not_see_and_a_lost_worker_is_not_a_result(tmp_path):
+    """RayExecutor._land with Ray's own errors and payloads (no cluster needed)."""
+    ray = pytest.importorskip("ray")
+    from lipgan.study.executors import RAY_MAX_RETRIES, RayExecutor
+
+    cell = StudySpec(("gradient_penalty",), ("8gaussians",), 1, 10).cells()[0]
+    run_dir = cell_dir(tmp_path, cell)
+    executor = RayExecutor()
+
+    class Ray:  # ray.get of a task that raised ``error`` or returned ``value``
+        exceptions = ray.exceptions
+
+        def __init__(self, value=None, error=None):
+            self.value, self.error = value, error
+
+        def get(self, ref):
+            if self.error:
+                raise self.error
+            return self.value
+
+    executor.ray = Ray(error=ray.exceptions.WorkerCrashedError())
+    killed = executor._land(tmp_path, cell, None)
+    assert killed["status"] == "killed" and f"died {RAY_MAX_RETRIES + 1} times" in killed["error"]
+    assert not (run_dir / "result.json").exists()  # nothing recorded: a re-run retries it
+
+    executor.ray = Ray(error=ray.exceptions.RaySystemError("boom\nmore"))
+    failed = executor._land(tmp_path, cell, None)
+    assert failed["status"] == "failed" and failed["error"] == "RaySystemError: System error: boom"
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "failed"
+
+    result = {"status": "ok", "metrics": {"w1": 0.5}, "cell": cell.as_dict()}
+    payload = {"result": result, "files": {"samples.npy": b"npy bytes"}}
+    executor.ray = Ray(value=payload)  # a worker on another file system
+    assert executor._land(tmp_path, cell, None) == result
+    assert json.loads((run_dir / "result.json").read_text()) == result
+    assert (run_dir / "samples.npy").read_bytes() == b"npy bytes"
+    (run_dir / "samples.npy").write_bytes(b"the worker's own copy")  # shared storage: kept
+    executor._land(tmp_path, cell, None)
+    assert (run_dir / "samples.npy").read_bytes() == b"the worker's own copy"
+
+    executor.ray, executor.signum = Ray(error=ray.exceptions.TaskCancelledError()), 15
+    assert executor._land(tmp_path, cell, None) is None  # cancelled by a stop: not a result

@@ -105,6 +105,11 @@ RAY_MAX_RETRIES = 3
 #: :func:`lipgan.interrupt.stop_when_orphaned`).
 LOCK_WAIT_SECONDS = 300.0
 
+#: Ray's errors for a task whose worker or node went away, after the retries: the cell is
+#: "killed" (the study ends with a line saying to free memory and re-run; nothing is recorded, so
+#: the re-run retries it), as a SIGKILLed cell in the local pool. Any other error is a failed cell.
+LOST = ("WorkerCrashedError", "NodeDiedError", "OutOfMemoryError", "LocalRayletDiedError")
+
 _RESOURCE_KEYS = {"num_cpus", "num_gpus", "memory"}
 
 #: Environment variables of the driver that its cells see on the workers too (plugins blocked
@@ -230,8 +235,11 @@ class RayExecutor(Executor):
         except self.ray.exceptions.RayError as exc:
             if self.signum is not None:  # cancelled by the stop request: nothing recorded
                 return None
-            # retries spent on a dying worker, a lost node, a bug in the task: a failed cell
             error = f"{type(exc).__name__}: {first_line(exc)}"
+            lost = tuple(getattr(self.ray.exceptions, name) for name in LOST)
+            if isinstance(exc, lost):  # not a result of the method: not recorded, as in the pool
+                error = f"its Ray worker died {RAY_MAX_RETRIES + 1} times ({error})"
+                return {"status": "killed", "error": error, "cell": cell.as_dict()}
             payload = {"result": {"status": "failed", "error": error, "cell": cell.as_dict()}}
         if payload is None:  # the cell was stopped by a signal: unfinished, as in the local pool
             return None
