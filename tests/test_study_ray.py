@@ -229,10 +229,13 @@ def test_a_signalled_ray_driver_cancels_its_tasks_and_the_same_command_resumes(
     assert last.startswith("Stopped: SIGTERM: the study stopped with 0 of 2 cells finished"), last
     assert "run the same command again to resume" in last and "Traceback" not in stopped.stderr
     assert _processes_mentioning(str(out)) == []  # the cancelled tasks waited for their cells
-    for run_dir in run_dirs:
+    saved = [checkpoint_steps(run_dir) for run_dir in run_dirs]
+    for run_dir, steps_saved in zip(run_dirs, saved):
         assert not (run_dir / "result.json").exists()  # unfinished, not failed
-        saved = checkpoint_steps(run_dir)
-        assert saved and 0 < saved[-1] < steps
+        assert steps_saved  # interval saves are off: saved on the signal (or at the end)
+    # A cell Ray started late may still be evaluating when the other one is stopped mid-run; at
+    # least one is stopped mid-run, by its cancelled task.
+    assert any(0 < s[-1] < steps for s in saved), saved
 
     resumed = finish(start_python(*args), timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
