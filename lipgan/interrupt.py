@@ -9,13 +9,39 @@ means it: it raises :class:`~lipgan.errors.Interrupted` with the same exit statu
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 
 from lipgan.errors import Interrupted
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+#: Set to the pid of a process that starts this one and may die under it (a Ray worker running a
+#: study cell, :mod:`lipgan.study.executors`): see :func:`stop_when_orphaned`.
+ORPHAN_ENV = "LIPGAN_STOP_WITHOUT_PARENT"
+
+
+def stop_when_orphaned(parent: int, poll_seconds: float = 0.5) -> threading.Thread:
+    """Send this process one SIGTERM (a graceful stop: checkpoint, exit 143) once ``parent`` is
+    no longer its parent process, i.e. the process that started it has died (killed, OOM).
+
+    A daemon thread polls ``os.getppid()``. Linux's ``PR_SET_PDEATHSIG`` would be immediate, but
+    it signals again each time the orphan is handed to another thread of the dying parent, and a
+    second SIGTERM means "abort without a checkpoint" here (:class:`StopRequests`); polling sends
+    exactly one, on every POSIX system.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_seconds)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=watch, name="lipgan-orphan-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 class StopRequests:

@@ -66,6 +66,30 @@ import click
     help="A smoke test of the machinery, never results: 2 seeds, 100 iterations, 8gaussians "
     "(explicit options still win; the report says it is a smoke test).",
 )
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where cells run: a process pool here, or one Ray task per cell (pip install "
+    "'lipgan[ray]'; docs/study.md, 'Running a study on a cluster').",
+)
+@click.option(
+    "--ray-address",
+    metavar="ADDR",
+    help="Ray cluster to use (default: Ray's own resolution, RAY_ADDRESS or a cluster started "
+    "on this machine, else a new local instance).",
+)
+@click.option(
+    "--cell-resources",
+    metavar="K=V,...",
+    help="Ray resources per cell, e.g. num_cpus=1,num_gpus=0.25 (default num_cpus=1).",
+)
+@click.option(
+    "--storage",
+    type=click.Path(path_type=Path),
+    help="With Ray: where the cells' run dirs go, a path every node sees (default: --out).",
+)
 @click.option("--force", is_flag=True, help="Reuse a study dir whose spec differs.")
 @click.option("--quiet", is_flag=True, help="No progress lines; print only the report paths.")
 def study(
@@ -79,6 +103,10 @@ def study(
     threads,
     out,
     quick,
+    executor,
+    ray_address,
+    cell_resources,
+    storage,
     force,
     quiet,
 ):
@@ -108,11 +136,47 @@ def study(
         eval_every=eval_every if eval_every is not None else defaults.get("eval_every", EVAL_EVERY),
         smoke_test=quick,
     )
+    cells = _executor(executor, jobs, ray_address, cell_resources, storage)
     log = None if quiet else (lambda line: click.echo(line, err=True))
     command = "lipgan study " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-    report = run_study(spec, out, jobs=jobs, threads=threads, force=force, log=log, command=command)
+    report = run_study(
+        spec,
+        out,
+        jobs=jobs,
+        threads=threads,
+        force=force,
+        log=log,
+        command=command,
+        executor=cells,
+    )
     if not quiet:
         click.echo(report.paths["markdown"].read_text())
     click.echo(
         f"wrote {report.paths['json']}, {report.paths['markdown']}, {report.paths['figure']}"
     )
+
+
+def _executor(name, jobs, ray_address, cell_resources, storage):
+    """The cells' executor (None: the runner's local pool); options of the other one are refused
+    with one line, before anything is written."""
+    from lipgan.errors import ConfigError
+
+    ray_options = {
+        "--ray-address": ray_address,
+        "--cell-resources": cell_resources,
+        "--storage": storage,
+    }
+    if name == "local":
+        given = [flag for flag, value in ray_options.items() if value is not None]
+        if given:
+            raise ConfigError(f"{given[0]} is an option of --executor ray")
+        return None
+    if jobs is not None:
+        raise ConfigError(
+            "--jobs is for --executor local; with Ray, --cell-resources decides how many cells "
+            "run at once"
+        )
+    from lipgan.study.executors import RayExecutor, parse_resources
+
+    resources = parse_resources(cell_resources) if cell_resources else None
+    return RayExecutor(address=ray_address, resources=resources, storage=storage)

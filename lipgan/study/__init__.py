@@ -44,10 +44,16 @@ def run_study(
     force: bool = False,
     log: Callable[[str], None] | None = None,
     command: str = "",
+    executor=None,
 ) -> StudyReport:
-    """Run (or resume) every cell of ``spec`` under ``out`` and write the report there."""
+    """Run (or resume) every cell of ``spec`` under ``out`` and write the report there.
+
+    ``executor`` runs the cells (:mod:`lipgan.study.executors`; default: a local pool of ``jobs``).
+    """
     from lipgan.study import report, runner
 
-    results = runner.run_cells(spec, Path(out), jobs=jobs, threads=threads, force=force, log=log)
+    results = runner.run_cells(
+        spec, Path(out), jobs=jobs, threads=threads, force=force, log=log, executor=executor
+    )
     paths = report.write(Path(out), spec.as_dict(), results, command, log)
     return StudyReport(spec, results, paths)

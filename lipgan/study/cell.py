@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from lipgan.errors import Interrupted
+from lipgan.interrupt import ORPHAN_ENV, stop_when_orphaned
 from lipgan.progress import Progress
 
 
@@ -187,6 +188,8 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
 
 def main(argv: list[str]) -> int:
     cell_file, run_dir = Path(argv[0]), Path(argv[1])
+    if os.environ.get(ORPHAN_ENV):  # under Ray: stop (checkpoint) if the worker dies under us
+        stop_when_orphaned(int(os.environ[ORPHAN_ENV]))
     cell = json.loads(cell_file.read_text())
     run_dir.mkdir(parents=True, exist_ok=True)
     try:

@@ -23,7 +23,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from lipgan.errors import ConfigError, Interrupted
@@ -200,13 +199,22 @@ def run_cells(
     threads: int | None = None,
     force: bool = False,
     log: Callable[[str], None] | None = None,
+    executor=None,
 ) -> list[dict]:
-    """Every cell's result (finished ones read back, the others run), in grid order."""
+    """Every cell's result (finished ones read back, the others run), in grid order.
+
+    ``executor`` (:mod:`lipgan.study.executors`) runs the unfinished cells; the default is the
+    local process pool of ``jobs`` cells. Everything else (resume, progress, stop) is here, the
+    same for every executor.
+    """
+    from lipgan.study.executors import LocalExecutor
+
     check_spec(spec)
     out = Path(out)
     _check_out(out, spec, force)
     default_j, default_t = default_jobs()
-    jobs, threads = jobs or default_j, threads if threads is not None else default_t
+    executor = executor or LocalExecutor(jobs or default_j)
+    threads = threads if threads is not None else (executor.default_threads or default_t)
     log = log or (lambda line: None)
     cells = spec.cells()
     results: dict[Cell, dict] = {}
@@ -218,15 +226,15 @@ def run_cells(
         else:
             results[cell] = result
     total, started = len(cells), time.perf_counter()
-    log(f"study: {total} cells, {len(results)} already finished, {len(todo)} to run, {jobs} jobs")
-    processes = CellProcesses()
+    log(
+        f"study: {total} cells, {len(results)} already finished, {len(todo)} to run, "
+        f"{executor.describe()}"
+    )
     killed: list[str] = []
-    with _forwarding_signals(processes), ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {
-            pool.submit(run_cell_process, out, cell, threads, processes): cell for cell in todo
-        }
-        for n, future in enumerate(as_completed(futures), 1):
-            cell, result = futures[future], future.result()
+    if todo:
+        executor.start()  # before the stop handlers: Ray's start-up installs its own
+    with _forwarding_signals(executor):
+        for n, (cell, result) in enumerate(executor.run(out, todo, threads), 1):
             if result is None:
                 log(f"[{len(results)}/{total}] {cell.name}: stopped, resumable")
                 continue
@@ -241,13 +249,13 @@ def run_cells(
                 f"[{len(results)}/{total}] {cell.name}: {state}  "
                 f"elapsed {elapsed:.0f}s  ETA {_eta(n, len(todo), elapsed)}"
             )
-    if killed and processes.signum is None:
+    if killed and executor.signum is None:
         raise ConfigError(
             f"{len(killed)} cell(s) did not finish ({killed[0]}); free memory or lower --jobs, "
             f"then run the same command again to retry them ({out})"
         )
-    if processes.signum is not None or len(results) < total:
-        signum = processes.signum or signal.SIGTERM
+    if executor.signum is not None or len(results) < total:
+        signum = executor.signum or signal.SIGTERM
         raise Interrupted(
             f"{signal.Signals(signum).name}: the study stopped with {len(results)} of {total} "
             f"cells finished; run the same command again to resume ({out})",
@@ -257,9 +265,10 @@ def run_cells(
 
 
 @contextlib.contextmanager
-def _forwarding_signals(processes: CellProcesses):
+def _forwarding_signals(processes):
     """SIGINT/SIGTERM to the study become a stop request forwarded to its cells (main thread
-    only, as Python allows; the previous handlers are restored afterwards)."""
+    only, as Python allows; the previous handlers are restored afterwards). ``processes`` is
+    anything with ``request_stop(signum, frame)``: an executor or :class:`CellProcesses`."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
