@@ -2,7 +2,8 @@
 # Wall time of the quick study with the local pool and with the Ray executor (a fresh local Ray
 # instance, started and stopped by the study: its start-up is part of the overhead), run back to
 # back, ROUNDS times (default 2), each in a fresh study dir. From the repository root:
-#     sh benchmarks/study_executors/run.sh            (needs pip install -e '.[ray]')
+#     unshare -n sh -c 'ip link set lo up && sh benchmarks/study_executors/run.sh'
+# (needs pip install -e '.[ray]'; the namespace keeps the Ray instance on loopback, docs/study.md)
 # Prints one line per run and the Ray/local ratio per round; results.md records a run.
 set -e
 ROUNDS=${ROUNDS:-2}
