@@ -92,6 +92,11 @@ import click
 )
 @click.option("--force", is_flag=True, help="Reuse a study dir whose spec differs.")
 @click.option("--quiet", is_flag=True, help="No progress lines; print only the report paths.")
+@click.option(
+    "--report-only",
+    is_flag=True,
+    help="Run no cell: write the report of the cells finished so far (marked partial).",
+)
 def study(
     constraints,
     datasets,
@@ -109,6 +114,7 @@ def study(
     storage,
     force,
     quiet,
+    report_only,
 ):
     """Train constraint × seed × data set, each cell an ordinary run; write study.json/md/png."""
     from lipgan.bench.harness import parse_spec
@@ -148,6 +154,7 @@ def study(
         log=log,
         command=command,
         executor=cells,
+        report_only=report_only,
     )
     if not quiet:
         click.echo(report.paths["markdown"].read_text())

@@ -129,3 +129,23 @@ def test_a_smoke_test_says_so_and_pacgan_rows_state_their_setup():
     md = report.markdown(spec, results)
     assert "SMOKE TEST" in md and "not results" in md
     assert "non-Wasserstein" in md and "maxout" in md and "not the same training" in md
+
+
+def test_report_only_reads_the_finished_cells_and_says_the_report_is_partial(tmp_path):
+    import json
+
+    from lipgan.errors import ConfigError
+    from lipgan.study import StudySpec, run_study, runner
+
+    spec = StudySpec(constraints=("gradient_penalty",), datasets=("ring",), seeds=2, steps=100)
+    with pytest.raises(ConfigError, match="no finished cell"):
+        run_study(spec, tmp_path, report_only=True)
+    first = spec.cells()[0]
+    run_dir = runner.cell_dir(tmp_path, first)
+    run_dir.mkdir(parents=True)
+    result = _ok("ring", "gradient_penalty", 0, w1=0.1) | {"cell": first.as_dict()}
+    (run_dir / "result.json").write_text(json.dumps(result))
+    assert runner.finished_results(spec, tmp_path) == [result]
+    md = report.markdown(spec.as_dict(), [result], total=len(spec.cells()))
+    assert "PARTIAL: 1 of 2 cells finished" in md
+    assert "PARTIAL" not in report.markdown(spec.as_dict(), [result], total=1)

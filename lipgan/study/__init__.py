@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
+from lipgan.errors import ConfigError
 from lipgan.study.spec import EVAL_EVERY, QUICK, Cell, StudySpec, default_constraints
 
 __all__ = [
@@ -45,12 +46,23 @@ def run_study(
     log: Callable[[str], None] | None = None,
     command: str = "",
     executor=None,
+    report_only: bool = False,
 ) -> StudyReport:
     """Run (or resume) every cell of ``spec`` under ``out`` and write the report there.
 
     ``executor`` runs the cells (:mod:`lipgan.study.executors`; default: a local pool of ``jobs``).
+    ``report_only``: run nothing; write the report of the cells already finished (a study still
+    under way, here or on a cluster), marked partial when some are missing.
     """
     from lipgan.study import report, runner
+
+    if report_only:
+        results = runner.finished_results(spec, Path(out))
+        if not results:
+            raise ConfigError(f"{out} holds no finished cell of this study yet: nothing to report")
+        total = len(spec.cells())
+        paths = report.write(Path(out), spec.as_dict(), results, command, log, total)
+        return StudyReport(spec, results, paths)
 
     results = runner.run_cells(
         spec, Path(out), jobs=jobs, threads=threads, force=force, log=log, executor=executor

@@ -228,13 +228,23 @@ _SHORT = {"modes_covered": "modes", "high_quality_fraction": "HQ", "reverse_kl":
 
 
 def markdown(
-    spec: dict, results: list[dict], command: str = "", references: dict | None = None
+    spec: dict,
+    results: list[dict],
+    command: str = "",
+    references: dict | None = None,
+    total: int | None = None,
 ) -> str:
     from lipgan.study.references import BOX
 
     summary = summarize(results)
     references = references or {}
     lines = ["# lipgan constraint study", ""]
+    if total is not None and len(results) < total:
+        lines += [
+            f"**PARTIAL: {len(results)} of {total} cells finished** (`--report-only`); rows "
+            "average the seeds that finished, and the rest of the study is still to run.",
+            "",
+        ]
     if spec.get("smoke_test"):
         lines += [
             "**SMOKE TEST (`--quick`): a check that the machinery runs, not results.** Its "
@@ -537,8 +547,10 @@ def _curve_panels(axes, dataset: str, bands: dict, reference: dict | None) -> No
 
 
 def write(
-    out: Path, spec: dict, results: list[dict], command: str = "", log=None
+    out: Path, spec: dict, results: list[dict], command: str = "", log=None, total=None
 ) -> dict[str, Path]:
+    """study.json/md/png from ``results``; ``total``: the study's cell count when ``results``
+    holds only the finished ones (a report of a study still under way says so)."""
     from lipgan.study import references as refs
 
     out = Path(out)
@@ -563,8 +575,9 @@ def write(
         "summary": summarize(results),
         "references": references,
         "cells": cells,
+        "cells_total": total if total is not None else len(results),
     }
     paths["json"].write_text(dumps(payload))
-    paths["markdown"].write_text(markdown(spec, results, command, references))
+    paths["markdown"].write_text(markdown(spec, results, command, references, total))
     figure(paths["figure"], out, results, references)
     return paths

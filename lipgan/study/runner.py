@@ -54,6 +54,12 @@ def load_result(out: Path, cell: Cell) -> dict | None:
     return result if result.get("cell") == cell.as_dict() else None
 
 
+def finished_results(spec: StudySpec, out: Path) -> list[dict]:
+    """The recorded results of ``spec``'s finished cells under ``out``, in grid order."""
+    results = (load_result(Path(out), cell) for cell in spec.cells())
+    return [result for result in results if result is not None]
+
+
 def _check_out(out: Path, spec: StudySpec, force: bool) -> None:
     path = out / "spec.json"
     if path.is_file():
