@@ -41,9 +41,11 @@ import numpy as np
 import tensorflow as tf
 
 from lipgan import evaluation
+from lipgan.callbacks import Callback
 from lipgan.constraint import Constraint
 from lipgan.engine import WGAN, StepConfig
 from lipgan.errors import CheckpointError, ConfigError
+from lipgan.ranges import out_of_range
 from lipgan.strategy import StrategyPlugin
 
 
@@ -80,16 +82,6 @@ def _check_int(value, name: str, minimum: int, note: str = "") -> None:
         raise ConfigError(
             f"train.{name}={value!r} is invalid: must be an integer >= {minimum}{note}"
         )
-
-
-class Callback:
-    """Hooks into :meth:`Trainer.fit` on the host, between compiled calls (Keras-style)."""
-
-    def on_log(self, step: int, metrics: dict) -> None:
-        """Called at every logged step with the metrics written to ``metrics.jsonl``."""
-
-    def on_train_end(self, state: TrainState) -> None:
-        """Called once when :meth:`Trainer.fit` returns normally."""
 
 
 @dataclasses.dataclass
@@ -139,6 +131,12 @@ def _strategy_plugin(strategy) -> StrategyPlugin:
 def _model_factory(model, what: str) -> Callable:
     """A ``data_shape -> keras.Model`` factory, called inside ``strategy.scope()`` by the engine."""
     if isinstance(model, keras.Model):
+        if isinstance(model, keras.Sequential) and not _has_input(model):
+            raise ConfigError(
+                f"{what}: {type(model).__name__} {model.name!r} has no input shape yet; start it "
+                "with keras.Input(shape=...) (a generator's Input shape sets the latent size), or "
+                "pass a factory data_shape -> model"
+            )
 
         def reuse(data_shape):
             if tf.distribute.get_strategy().num_replicas_in_sync == 1:
@@ -163,6 +161,26 @@ def _model_factory(model, what: str) -> Callable:
     )
 
 
+def _has_input(model: keras.Model) -> bool:
+    try:
+        return bool(model.inputs)
+    except (AttributeError, ValueError):
+        return False
+
+
+def check_critic_output(critic: keras.Model) -> None:
+    """A critic scores each example with one number: ``[b, 1]`` or ``[b]``."""
+    try:
+        shape = tuple(critic.output_shape)
+    except (AttributeError, ValueError, RuntimeError):
+        return  # a subclassed model: its scores are checked when they are used
+    if shape[1:] not in ((1,), ()):
+        raise ConfigError(
+            f"critic: output shape {shape} — a critic gives one score per example; end it with "
+            "keras.layers.Dense(1)"
+        )
+
+
 def _optimizer_factory(optimizer, what: str) -> Callable:
     """A factory making the optimizer in ``strategy.scope()`` (its variables must be mirrored)."""
     if optimizer is None:
@@ -176,27 +194,37 @@ def _optimizer_factory(optimizer, what: str) -> Callable:
     raise ConfigError(f"{what} must be a keras optimizer or a factory; got {optimizer!r}")
 
 
-def _data_factory(data) -> Callable:
-    """``(global_batch_size, seed) -> tf.data.Dataset`` of global batches, from what the user gave."""
+def _data_factory(data, data_key: str | None = None) -> Callable:
+    """``(global_batch_size, seed) -> tf.data.Dataset`` of global batches, from what the user gave
+    (datasets of dicts, batched datasets, arrays and dtypes are adapted by lipgan.data.adapt)."""
     if isinstance(data, str):
         from lipgan.data.pipeline import dataset
 
         return dataset(data)
-    if isinstance(data, tf.data.Dataset):
-        examples = data
+    if isinstance(data, (tf.data.Dataset, np.ndarray)):
+        from lipgan.data.adapt import examples as adapt
+
+        given = data
+        examples = data = adapt(data, data_key)
 
         def batches(global_batch_size: int, seed: int) -> tf.data.Dataset:
             # The caller's pipeline, as given: lipgan only repeats and batches it (static shapes).
             return examples.repeat().batch(global_batch_size, drop_remainder=True)
 
-        batches.settings = {"element_spec": str(data.element_spec)}
+        batches.settings = {
+            "element_spec": str(
+                given.element_spec if isinstance(given, tf.data.Dataset) else data.element_spec
+            )
+        }
+        if data_key is not None:
+            batches.settings["data_key"] = data_key
         batches.examples = data
         return batches
     if callable(data):
         return data
     raise ConfigError(
-        f"data must be a dataset name, a tf.data.Dataset of examples, or a factory "
-        f"(global_batch_size, seed) -> dataset; got {data!r}"
+        f"data must be a dataset name, a tf.data.Dataset or NumPy array of examples, or a factory "
+        f"(global_batch_size, seed) -> dataset; got {type(data).__name__}"
     )
 
 
@@ -329,6 +357,30 @@ def nonfinite_settings(settings: dict) -> list[str]:
     ]
 
 
+def invalid_settings(settings: dict) -> list[str]:
+    """``['critic_optimizer.learning_rate=-0.001 must be > 0', ...]``: settings that are not finite,
+    and optimizer settings out of their range (:func:`lipgan.ranges.out_of_range`)."""
+    bad = [f"{item} is not a finite number" for item in nonfinite_settings(settings)]
+    for key, value in flat_settings(settings).items():
+        leaf = key.rsplit(".", 1)[-1]
+        if not key.endswith("_optimizer." + leaf) and ".learning_rate." not in key:
+            continue
+        rule = out_of_range(leaf, value)
+        if rule:
+            bad.append(f"{key}={value!r} must be {rule}")
+    return bad
+
+
+def check_settings(settings: dict) -> None:
+    """One-line :class:`ConfigError` for the first invalid setting (before anything is written)."""
+    bad = invalid_settings(settings)
+    if bad:
+        hint = (
+            " (use a large finite value instead of inf)" if bad[0].endswith("finite number") else ""
+        )
+        raise ConfigError(f"{bad[0]}{hint}")
+
+
 # -- the trainer -----------------------------------------------------------------------------------
 class Trainer:
     """A WGAN on a strategy, ready to :meth:`fit`, :meth:`evaluate` and :meth:`sample`.
@@ -337,7 +389,10 @@ class Trainer:
 
     * ``data``: a TFDS or lipgan dataset name (``"lipgan_toy/8gaussians"``, ``"cifar10"``), a
       ``tf.data.Dataset`` of single examples (lipgan repeats and batches it; shuffle it yourself),
-      or a factory ``(global_batch_size, seed) -> tf.data.Dataset`` of global batches;
+      or a factory ``(global_batch_size, seed) -> tf.data.Dataset`` of global batches. A dataset
+      may also be batched (it is unbatched), hold dicts as ``tfds.load`` returns (``data_key``
+      names the feature; default ``'image'``, or the only key), or be a NumPy array; float64 is
+      cast to float32 and integer images are scaled to [-1, 1] (:mod:`lipgan.data.adapt`);
     * ``critic`` / ``generator``: a ``keras.Model`` or a factory ``data_shape -> keras.Model``
       (a factory is called inside ``strategy.scope()``; a model made outside it is cloned there
       when the strategy has several replicas). A constraint may wrap the critic (spectral norm;
@@ -368,6 +423,7 @@ class Trainer:
         intervals: Intervals | None = None,
         checkpoint_input: bool = True,
         inception_weights: str | None = None,
+        data_key: str | None = None,
     ):
         if not isinstance(constraint, Constraint):
             raise ConfigError(
@@ -377,7 +433,7 @@ class Trainer:
         self.step_config = step or StepConfig(global_batch_size=256)
         self.intervals = intervals or Intervals()
         self.constraint = constraint
-        self.dataset = _data_factory(data)
+        self.dataset = _data_factory(data, data_key)
         self.checkpoint_input = bool(checkpoint_input)
         self.inception_weights = inception_weights
         config = self.step_config
@@ -399,6 +455,13 @@ class Trainer:
             constraint=constraint,
             data_shape=self.data.element_spec.shape[1:],
             config=config,
+        )
+        check_critic_output(self.wgan.critic)
+        check_settings(  # now, not only when fit() is called: nothing is written before either
+            {
+                "critic_optimizer": optimizer_settings(self.wgan.critic_optimizer),
+                "generator_optimizer": optimizer_settings(self.wgan.generator_optimizer),
+            }
         )
         self._iterator, self._input_step = None, 0
 
@@ -464,12 +527,7 @@ class Trainer:
             "checkpoint_input": self.checkpoint_input,
             "inception_weights": self.inception_weights,
         }
-        bad = nonfinite_settings(settings)
-        if bad:
-            raise ConfigError(
-                f"{bad[0]} is not a finite number; numeric settings must be finite (use a "
-                "large finite value instead of inf)"
-            )
+        check_settings(settings)
         return settings
 
     def data_fingerprint(self) -> tuple[str | None, str]:
@@ -492,6 +550,7 @@ class Trainer:
         run_dir: str | Path | None = None,
         force: bool = False,
         callbacks: Iterable[Callback] = (),
+        verbose: int = 1,
         progress=None,
         config_text: str | None = None,
         operative_config: Callable[[], str] | None = None,
@@ -502,6 +561,10 @@ class Trainer:
         returned state's step, the history's steps and the checkpoint names are all iterations
         since the start of training (issue 27: Keras' ``epochs`` counts per call instead).
 
+        ``verbose`` as in Keras: 0 prints nothing, 1 a progress bar on a terminal (plain lines
+        elsewhere), 2 one line per logged step. The progress display is a :class:`Callback`;
+        ``progress=`` passes your own (the CLI does).
+
         With ``run_dir``, a directory holding a run of the same settings is resumed from its latest
         checkpoint (a different one is refused unless ``force``), checkpoints and metrics are
         written there, SIGINT/SIGTERM stop with a checkpoint (:class:`lipgan.errors.Interrupted`),
@@ -509,18 +572,20 @@ class Trainer:
         term and step. ``config_text`` / ``operative_config`` are the CLI's gin record
         (``config.gin``, ``operative_config.gin``); Python callers leave them out.
         """
-        from lipgan.progress import Progress
+        from lipgan.progress import for_verbose
         from lipgan.run import TrainingLoop
 
         _check_int(steps, "steps", minimum=1)
+        if progress is None or progress is False:
+            progress = for_verbose(0 if progress is False else verbose)
         if self.intervals.eval_every:
             evaluation.check_num_samples(self.wgan, self.dataset, self.intervals.eval_samples)
         loop = TrainingLoop(
             self,
             self.data,
-            progress or Progress(print),
+            progress,
             steps=int(steps),
-            callbacks=list(callbacks),
+            callbacks=[progress, *callbacks],  # progress first: its lines precede a callback's
         )
         return loop.run(
             run_dir,
