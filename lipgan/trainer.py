@@ -128,9 +128,25 @@ def _strategy_plugin(strategy) -> StrategyPlugin:
     )
 
 
+#: Said once per process (issue 25): a model object's weights are not re-drawn from the seed.
+GIVEN_WEIGHTS_NOTE = (
+    "note: models given as keras.Model objects keep their weights as they are; StepConfig.seed "
+    "covers noise, interpolation and shuffling only (pass a factory data_shape -> model to seed "
+    "the initial weights too)"
+)
+_noted: set[str] = set()
+
+
+def _note_once(text: str, write: Callable[[str], None] = print) -> None:
+    if text not in _noted:
+        _noted.add(text)
+        write(text)
+
+
 def _model_factory(model, what: str) -> Callable:
     """A ``data_shape -> keras.Model`` factory, called inside ``strategy.scope()`` by the engine."""
     if isinstance(model, keras.Model):
+        _note_once(GIVEN_WEIGHTS_NOTE)
         if isinstance(model, keras.Sequential) and not _has_input(model):
             raise ConfigError(
                 f"{what}: {type(model).__name__} {model.name!r} has no input shape yet; start it "
@@ -357,10 +373,10 @@ def nonfinite_settings(settings: dict) -> list[str]:
     ]
 
 
-def invalid_settings(settings: dict) -> list[str]:
-    """``['critic_optimizer.learning_rate=-0.001 must be > 0', ...]``: settings that are not finite,
-    and optimizer settings out of their range (:func:`lipgan.ranges.out_of_range`)."""
-    bad = [f"{item} is not a finite number" for item in nonfinite_settings(settings)]
+def out_of_range_settings(settings: dict) -> list[str]:
+    """``['critic_optimizer.learning_rate=-0.001 must be > 0', ...]``: optimizer settings out of
+    their range (:func:`lipgan.ranges.out_of_range`; a schedule's rates included)."""
+    bad = []
     for key, value in flat_settings(settings).items():
         leaf = key.rsplit(".", 1)[-1]
         if not key.endswith("_optimizer." + leaf) and ".learning_rate." not in key:
@@ -371,14 +387,12 @@ def invalid_settings(settings: dict) -> list[str]:
     return bad
 
 
-def check_settings(settings: dict) -> None:
-    """One-line :class:`ConfigError` for the first invalid setting (before anything is written)."""
-    bad = invalid_settings(settings)
+def check_ranges(settings: dict) -> None:
+    """One-line :class:`ConfigError` for the first out-of-range setting (before anything is
+    written)."""
+    bad = out_of_range_settings(settings)
     if bad:
-        hint = (
-            " (use a large finite value instead of inf)" if bad[0].endswith("finite number") else ""
-        )
-        raise ConfigError(f"{bad[0]}{hint}")
+        raise ConfigError(bad[0])
 
 
 # -- the trainer -----------------------------------------------------------------------------------
@@ -406,7 +420,9 @@ class Trainer:
     * ``intervals``: :class:`Intervals` (logging, checkpoints, evaluation...).
 
     Building seeds Keras and TensorFlow with ``step.seed`` (initial weights and any op without its
-    own seed), as ``lipgan run`` does.
+    own seed), as ``lipgan run`` does. A model given as an object keeps the weights it has: the
+    seed then covers noise, interpolation and shuffling only (said once per process,
+    :data:`GIVEN_WEIGHTS_NOTE`); pass a factory to have the seed draw the initial weights.
     """
 
     def __init__(
@@ -457,7 +473,7 @@ class Trainer:
             config=config,
         )
         check_critic_output(self.wgan.critic)
-        check_settings(  # now, not only when fit() is called: nothing is written before either
+        check_ranges(  # now, not only when fit() is called: nothing is written before either
             {
                 "critic_optimizer": optimizer_settings(self.wgan.critic_optimizer),
                 "generator_optimizer": optimizer_settings(self.wgan.generator_optimizer),
@@ -527,7 +543,13 @@ class Trainer:
             "checkpoint_input": self.checkpoint_input,
             "inception_weights": self.inception_weights,
         }
-        check_settings(settings)
+        bad = nonfinite_settings(settings)
+        if bad:
+            raise ConfigError(
+                f"{bad[0]} is not a finite number; numeric settings must be finite (use a "
+                "large finite value instead of inf)"
+            )
+        check_ranges(settings)
         return settings
 
     def data_fingerprint(self) -> tuple[str | None, str]:
@@ -609,13 +631,15 @@ class Trainer:
         return checkpoint.restore(warn)
 
     def evaluate(self, num_samples: int | None = None) -> dict:
-        """The metrics that apply to this data (``lipgan eval``'s), as ``{'eval/...': float}``."""
+        """The metrics that apply to this data (``lipgan eval``'s), as ``{'eval/...': float}``: the
+        critic's estimate always; on data lipgan has no metric for, W1 to the data with its
+        real-vs-real floor (:func:`lipgan.evaluation.data_w1`). ``num_samples`` >= 2."""
         return evaluation.evaluate(
             self.wgan,
             self.dataset,
             seed=self.seed,
             batch_size=self.global_batch_size,
-            num_samples=num_samples or self.intervals.eval_samples,
+            num_samples=self.intervals.eval_samples if num_samples is None else num_samples,
             inception_weights=self.inception_weights,
         )
 

@@ -200,3 +200,63 @@ def test_dir_lipgan_lists_the_lazy_public_names():
     names = dir(lipgan)
     for name in ("Trainer", "Callback", "StepConfig", "Intervals", "constraints", "models"):
         assert name in names
+
+
+# -- 4. seeds with model objects -------------------------------------------------------------------
+def test_given_models_keep_their_weights_factories_are_seeded_and_the_note_is_said_once(capsys):
+    from lipgan import trainer as trainer_module
+
+    trainer_module._noted.clear()
+    keras.utils.set_random_seed(123)
+    model = critic((2,))
+    given = [w.numpy().copy() for w in model.weights]
+    capsys.readouterr()
+    first = trainer(ring(32), critic=model)
+    trainer(ring(32), critic=model)
+    out = capsys.readouterr().out
+    assert out.count(trainer_module.GIVEN_WEIGHTS_NOTE) == 1  # once per process
+    for a, w in zip(given, first.critic.weights, strict=True):
+        np.testing.assert_array_equal(a, w.numpy())  # used as they are, not re-drawn
+    # a factory's weights come from the seed: the same in every trainer of this seed
+    a, b = trainer(ring(32)), trainer(ring(32))
+    for x, y in zip(a.critic.weights, b.critic.weights, strict=True):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+
+
+# -- 5. pictures -----------------------------------------------------------------------------------
+def test_the_2d_plot_takes_its_extent_from_the_data_and_draws_real_points_on_top():
+    from lipgan.plots import pyplot
+    from lipgan.plots.toy import draw_samples, title_size
+
+    real = ring(200) * 10 + 40  # std ~7, far from the old fixed [-3, 3]²
+    fake = ring(100) * 9 + 40
+    fig, ax = pyplot().subplots()
+    draw_samples(ax, critic((2,)), real, fake)
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    assert x0 < real[:, 0].min() and x1 > real[:, 0].max()
+    assert y0 < real[:, 1].min() and y1 > real[:, 1].max()
+    generated, drawn_real = ax.collections[-2:]  # the real points come last: on top
+    assert drawn_real.get_label() == "real" and generated.get_label() == "generated"
+    assert drawn_real.get_sizes()[0] < generated.get_sizes()[0]
+    assert drawn_real.get_alpha() < 1
+    pyplot().close(fig)
+    assert title_size("run step 10") == 10
+    assert title_size("x" * 96) == 5  # a long run dir name shrinks to fit
+
+
+# -- 6. evaluate() ---------------------------------------------------------------------------------
+def test_evaluate_refuses_fewer_than_two_samples_and_gives_w1_with_its_floor_on_own_data(
+    monkeypatch,
+):
+    from lipgan import evaluation
+
+    t = trainer(ring(256) * 10)
+    for bad in (0, 1):
+        with pytest.raises(ConfigError, match=f"num_samples={bad} is invalid.*>= 2"):
+            t.evaluate(num_samples=bad)
+    exact = t.evaluate(num_samples=64)
+    assert exact["eval/w1"] > exact["eval/w1_floor"] > 0  # an untrained generator is far away
+    monkeypatch.setattr(evaluation, "EXACT_W1_MAX_TERMS", 0)
+    sliced = t.evaluate(num_samples=64)
+    assert "eval/w1" not in sliced
+    assert sliced["eval/sliced_w1"] > sliced["eval/sliced_w1_floor"] > 0
