@@ -5,6 +5,10 @@
 Everything `lipgan run` does is available here: the run dir below is resumed if you run the script
 again (with more steps it trains on), checkpoints and metrics.jsonl are written as by the CLI, and a
 NaN stops training with lipgan.errors.NonFiniteLossError naming the term and the step.
+
+The habits shown: a factory for each model (the seed then draws the initial weights; a model given
+as an object keeps its own), the generator's keras.Input shape setting the latent size, Keras-style
+callbacks (on_evaluate) and fit(verbose=0), which prints nothing.
 """
 
 import sys
@@ -29,17 +33,25 @@ def critic(data_shape):
     return keras.Model(inputs, keras.layers.Dense(1)(x), name="critic")
 
 
+def generator(data_shape, latent_size: int = 2):
+    """The Input shape sets the latent size: lipgan feeds it N(0, 1) noise of that shape."""
+    inputs = keras.Input(shape=(latent_size,))
+    x = inputs
+    for _ in range(3):
+        x = keras.layers.Dense(128, activation="relu")(x)
+    return keras.Model(inputs, keras.layers.Dense(data_shape[-1])(x), name="generator")
+
+
 class PrintW1(lipgan.Callback):
-    def on_log(self, step, metrics):
-        if "eval/w1" in metrics:
-            print(f"step {step}: W1 to the data {metrics['eval/w1']:.3f}")
+    def on_evaluate(self, step, metrics):
+        print(f"step {step}: W1 to the data {metrics['eval/w1']:.3f}")
 
 
 def main(out: Path, steps: int = 600) -> lipgan.TrainState:
     trainer = lipgan.Trainer(
         data="lipgan_toy/8gaussians",
         critic=critic,
-        generator=lambda shape: lipgan.models.mlp_generator(shape, width=128, depth=3),
+        generator=generator,
         constraint=GradientPenalty(weight=0.1),  # λ for the toy sets (official gan_toy.py)
         critic_optimizer=keras.optimizers.Adam(5e-4, beta_1=0.5, beta_2=0.9),
         generator_optimizer=keras.optimizers.Adam(5e-4, beta_1=0.5, beta_2=0.9),
@@ -52,7 +64,7 @@ def main(out: Path, steps: int = 600) -> lipgan.TrainState:
             plot_samples=0,
         ),
     )
-    state = trainer.fit(steps, run_dir=out / "run", callbacks=[PrintW1()])
+    state = trainer.fit(steps, run_dir=out / "run", callbacks=[PrintW1()], verbose=0)
     points = trainer.sample(2048)
     plt.figure(figsize=(4, 4))
     plt.scatter(points[:, 0], points[:, 1], s=2)

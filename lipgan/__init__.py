@@ -22,7 +22,7 @@ _LAZY = {
     "Trainer": "lipgan.trainer",
     "TrainState": "lipgan.trainer",
     "Intervals": "lipgan.trainer",
-    "Callback": "lipgan.trainer",
+    "Callback": "lipgan.callbacks",
     "StepConfig": "lipgan.engine",
 }
 
@@ -30,6 +30,11 @@ _LAZY = {
 _SUBMODULES = ("constraints", "strategies", "models", "evaluation")
 
 __all__ = ["LipganError", "hookimpl", "hookspec", "__version__", *_LAZY, *_SUBMODULES]
+
+
+def __dir__() -> list[str]:
+    """The lazy public names too, so tab completion and ``dir(lipgan)`` list ``Trainer`` etc."""
+    return sorted(set(globals()) | set(__all__))
 
 
 def __getattr__(name: str):

@@ -23,6 +23,7 @@ import gin
 from lipgan import models
 from lipgan.data import pipeline
 from lipgan.errors import ConfigError
+from lipgan.ranges import out_of_range
 from lipgan.registry import Registry
 
 _REGISTERED = False
@@ -401,7 +402,8 @@ def check_finite(bindings: list[str]) -> None:
 
     gin reads ``1e999`` as ``inf`` but writes it back into ``config.gin`` as ``# None.``, so a
     resume is refused and ``sample``/``eval`` rebuild the model with the default instead; no
-    parameter of lipgan means anything at infinity. Checked before anything is written.
+    parameter of lipgan means anything at infinity. Checked before anything is written, with the
+    optimizer settings' ranges (a negative learning rate, :mod:`lipgan.ranges`).
     """
     for (scope, selector), parameters in gin.config._CONFIG.items():  # noqa: SLF001
         for parameter, value in parameters.items():
@@ -414,3 +416,10 @@ def check_finite(bindings: list[str]) -> None:
                     f"{where}{name} = {value!r} is not a finite number; numeric parameters must "
                     "be finite (a very large number overflows to inf: write it out smaller)"
                 )
+            rule = out_of_range(parameter, value)  # learning rates, betas... (lipgan.ranges)
+            if rule:
+                name = f"{scope + '/' if scope else ''}{selector.split('.')[-1]}.{parameter}"
+                given = next((b for b in bindings if b.split("=")[0].strip().endswith(name)), None)
+                where = f"--bind {given!r}: " if given else ""
+                gin.clear_config()
+                raise ConfigError(f"{where}{name} = {value!r} is invalid: it must be {rule}")

@@ -80,6 +80,48 @@ def critic_wasserstein(critic, real: np.ndarray, fake: np.ndarray) -> float:
     return float(scores(real).mean() - scores(fake).mean())
 
 
+#: Exact W1 (an n x n assignment) up to this many pairwise distance terms n²·d; sliced above.
+EXACT_W1_MAX_TERMS = 2048 * 2048 * 64
+
+
+def check_evaluate_samples(num_samples) -> None:
+    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)):
+        raise ConfigError(f"num_samples={num_samples!r} is invalid: use an integer >= 2")
+    if num_samples < 2:
+        raise ConfigError(
+            f"num_samples={num_samples} is invalid: evaluation compares samples, so it needs >= 2"
+        )
+
+
+def _is_digits(dataset) -> bool:
+    name = getattr(dataset, "dataset_name", "") or ""
+    return name.split(":")[0] == "lipgan_digits"
+
+
+def data_w1(fake: np.ndarray, real: np.ndarray, real_again: np.ndarray) -> dict:
+    """W1 from the generated to the real examples on data lipgan has no metric for (issue 25),
+    with its real-vs-real floor: the same distance between two real samples of the same size,
+    which is what a perfect generator scores at this n. Exact (:func:`wasserstein1`) when the
+    assignment is affordable (:data:`EXACT_W1_MAX_TERMS`), else sliced (a lower bound, under its
+    own key so the two are never compared). A dataset smaller than 2n repeats examples, which
+    lowers the floor."""
+    from lipgan.metrics.toy import sliced_wasserstein1, wasserstein1
+
+    flat = lambda x: np.asarray(x, np.float64).reshape(len(x), -1)  # noqa: E731
+    fake, real, real_again = flat(fake), flat(real), flat(real_again)
+    n = min(len(fake), len(real), len(real_again))
+    fake, real, real_again = fake[:n], real[:n], real_again[:n]
+    if n * n * fake.shape[1] <= EXACT_W1_MAX_TERMS:
+        return {
+            "eval/w1": wasserstein1(fake, real),
+            "eval/w1_floor": wasserstein1(real_again, real),
+        }
+    return {
+        "eval/sliced_w1": sliced_wasserstein1(fake, real),
+        "eval/sliced_w1_floor": sliced_wasserstein1(real_again, real),
+    }
+
+
 def evaluate(
     wgan,
     dataset,
@@ -93,18 +135,23 @@ def evaluate(
     """All metrics that apply to this run's data, as a flat ``{'eval/...': float}`` dict.
 
     ``w1_floor=False`` skips the toy sets' real-vs-real floor (a study computes it once)."""
+    check_evaluate_samples(num_samples)
     fake = generate(wgan, num_samples, seed)
-    real = real_samples(dataset, num_samples, batch_size, seed)
-    out = {"eval/critic_wasserstein": critic_wasserstein(wgan.critic, real, fake)}
     toy = toy_set_of(wgan, dataset)
+    known = toy or (len(wgan.data_shape) == 3 and (_is_digits(dataset) or inception_weights))
+    # Unknown data: twice the examples, so the second half gives the real-vs-real floor.
+    drawn = real_samples(dataset, num_samples * (1 if known else 2), batch_size, seed)
+    real = drawn[:num_samples]
+    out = {"eval/critic_wasserstein": critic_wasserstein(wgan.critic, real, fake)}
+    if not known:
+        out.update(data_w1(fake, real, drawn[num_samples:]))
     if toy:
         from lipgan.metrics.toy import toy_metrics
 
         out.update(
             {f"eval/{k}": v for k, v in toy_metrics(toy, fake, real, floor=w1_floor).items()}
         )
-    name = getattr(dataset, "dataset_name", "") or ""
-    if len(wgan.data_shape) == 3 and name.split(":")[0] == "lipgan_digits":
+    if len(wgan.data_shape) == 3 and _is_digits(dataset):
         from lipgan.metrics import images
 
         classifier = images.digits_classifier(getattr(dataset, "data_dir", None))

@@ -1,8 +1,10 @@
 """How a run reports progress: a live bar on a terminal, plain lines in logs, nothing when quiet.
 
-The training loop talks to a :class:`Progress` only: ``start`` once, ``update`` after every compiled
-call, ``log`` at the logging interval, ``message`` for one-off notes (resumed, stopped, run dir).
-Which one the CLI uses depends on whether stdout is a terminal (:func:`for_terminal`).
+A :class:`Progress` is a :class:`lipgan.Callback`: the training loop calls its ``on_train_begin``
+and ``on_log`` like any callback's, plus ``update`` after every compiled call (the live bar) and
+``message`` for one-off notes (resumed, stopped, run dir). Which one the CLI uses depends on whether
+stdout is a terminal (:func:`for_terminal`); ``Trainer.fit(verbose=...)`` picks one with
+:func:`for_verbose`.
 """
 
 from __future__ import annotations
@@ -11,12 +13,17 @@ import sys
 import time
 from collections.abc import Callable
 
+from lipgan.callbacks import Callback
+
+#: The per-iteration losses a progress line shows (lipgan.engine.METRICS, without importing TF).
+LOSSES = ("critic_loss", "wasserstein", "penalty", "generator_loss")
+
 
 def format_metrics(metrics: dict, keys) -> str:
     return "  ".join(f"{k} {metrics[k]:+.4f}" for k in keys if k in metrics)
 
 
-class Progress:
+class Progress(Callback):
     """Plain periodic lines (``step 100/1000  critic_loss ...  4.2 it/s``): logs, CI, pipes."""
 
     def __init__(self, write: Callable[[str], None] = print):
@@ -28,6 +35,13 @@ class Progress:
     def start(self, total: int, initial: int) -> None:
         self.total, self.first = total, initial
         self.started = time.perf_counter()
+
+    def on_train_begin(self, step: int, steps: int) -> None:
+        self.start(steps, step)
+
+    def on_log(self, step: int, metrics: dict) -> None:
+        if any(k in metrics for k in LOSSES):  # not a row of evaluation only
+            self.log(step, metrics, LOSSES)
 
     def rate(self, step: int) -> float:
         """Iterations per second of this session (resumed steps do not count)."""
@@ -107,3 +121,14 @@ def for_terminal(quiet: bool, stream=None) -> Progress:
     if stream.isatty():
         return Bar(stream)
     return Progress(lambda line: print(line, file=stream, flush=True))
+
+
+def for_verbose(verbose: int) -> Progress:
+    """Keras' ``verbose``: 0 nothing, 1 a bar on a terminal (lines elsewhere), 2 lines."""
+    if isinstance(verbose, bool) or verbose not in (0, 1, 2):
+        from lipgan.errors import ConfigError
+
+        raise ConfigError(f"verbose={verbose!r} is invalid: use 0 (silent), 1 (bar) or 2 (lines)")
+    if verbose == 2:
+        return Progress(lambda line: print(line, flush=True))
+    return for_terminal(quiet=verbose == 0)

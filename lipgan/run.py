@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from lipgan.checkpoint import RunCheckpoint, checkpointable
-from lipgan.engine import METRICS, StepConfig
+from lipgan.engine import StepConfig
 from lipgan.errors import (
     CheckpointError,
     ConfigError,
@@ -333,6 +333,8 @@ class TrainingLoop:
         if self.rundir is not None:
             self.rundir.sync_metrics()  # row N on disk before ckpt-N can exist
             self.checkpoint.save(done, warn)
+            for callback in self.callbacks:
+                callback.on_checkpoint(done, self.checkpoint.latest)
 
     def write_missing_row(self, start: int) -> None:
         """Measure the restored step again when its row is missing from ``metrics.jsonl``.
@@ -376,7 +378,8 @@ class TrainingLoop:
             )
         try:
             with StopRequests(self.progress.message) as stop:
-                self.progress.start(self.steps, start)
+                for callback in self.callbacks:
+                    callback.on_train_begin(start, self.steps)
                 while done < self.steps:
                     done, last = self.advance(done)
                     if self.wgan.any_worker(stop.requested):
@@ -454,7 +457,6 @@ class TrainingLoop:
         due = lambda every: every and done % every == 0  # noqa: E731
         logged = {}
         if due(self.log_every) or done == self.steps:
-            self.progress.log(done, metrics, METRICS)
             logged.update(metrics)
         logged.update(self.measurements(done, due))
         if logged:
@@ -470,7 +472,10 @@ class TrainingLoop:
             if due(self.diagnostics_every):
                 logged.update(self.diagnostics(done))
             if due(self.eval_every):
-                logged.update(self.trainer.evaluate())
+                evaluated = self.trainer.evaluate()
+                logged.update(evaluated)
+                for callback in self.callbacks:
+                    callback.on_evaluate(done, evaluated)
                 if self.rundir is not None:
                     png = self.trainer.render(min(1024, self.trainer.intervals.eval_samples))
                     if png:

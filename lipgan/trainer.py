@@ -41,9 +41,11 @@ import numpy as np
 import tensorflow as tf
 
 from lipgan import evaluation
+from lipgan.callbacks import Callback
 from lipgan.constraint import Constraint
 from lipgan.engine import WGAN, StepConfig
 from lipgan.errors import CheckpointError, ConfigError
+from lipgan.ranges import out_of_range
 from lipgan.strategy import StrategyPlugin
 
 
@@ -80,16 +82,6 @@ def _check_int(value, name: str, minimum: int, note: str = "") -> None:
         raise ConfigError(
             f"train.{name}={value!r} is invalid: must be an integer >= {minimum}{note}"
         )
-
-
-class Callback:
-    """Hooks into :meth:`Trainer.fit` on the host, between compiled calls (Keras-style)."""
-
-    def on_log(self, step: int, metrics: dict) -> None:
-        """Called at every logged step with the metrics written to ``metrics.jsonl``."""
-
-    def on_train_end(self, state: TrainState) -> None:
-        """Called once when :meth:`Trainer.fit` returns normally."""
 
 
 @dataclasses.dataclass
@@ -136,9 +128,31 @@ def _strategy_plugin(strategy) -> StrategyPlugin:
     )
 
 
+#: Said once per process (issue 25): a model object's weights are not re-drawn from the seed.
+GIVEN_WEIGHTS_NOTE = (
+    "note: models given as keras.Model objects keep their weights as they are; StepConfig.seed "
+    "covers noise, interpolation and shuffling only (pass a factory data_shape -> model to seed "
+    "the initial weights too)"
+)
+_noted: set[str] = set()
+
+
+def _note_once(text: str, write: Callable[[str], None] = print) -> None:
+    if text not in _noted:
+        _noted.add(text)
+        write(text)
+
+
 def _model_factory(model, what: str) -> Callable:
     """A ``data_shape -> keras.Model`` factory, called inside ``strategy.scope()`` by the engine."""
     if isinstance(model, keras.Model):
+        _note_once(GIVEN_WEIGHTS_NOTE)
+        if isinstance(model, keras.Sequential) and not _has_input(model):
+            raise ConfigError(
+                f"{what}: {type(model).__name__} {model.name!r} has no input shape yet; start it "
+                "with keras.Input(shape=...) (a generator's Input shape sets the latent size), or "
+                "pass a factory data_shape -> model"
+            )
 
         def reuse(data_shape):
             if tf.distribute.get_strategy().num_replicas_in_sync == 1:
@@ -163,6 +177,26 @@ def _model_factory(model, what: str) -> Callable:
     )
 
 
+def _has_input(model: keras.Model) -> bool:
+    try:
+        return bool(model.inputs)
+    except (AttributeError, ValueError):
+        return False
+
+
+def check_critic_output(critic: keras.Model) -> None:
+    """A critic scores each example with one number: ``[b, 1]`` or ``[b]``."""
+    try:
+        shape = tuple(critic.output_shape)
+    except (AttributeError, ValueError, RuntimeError):
+        return  # a subclassed model: its scores are checked when they are used
+    if shape[1:] not in ((1,), ()):
+        raise ConfigError(
+            f"critic: output shape {shape} — a critic gives one score per example; end it with "
+            "keras.layers.Dense(1)"
+        )
+
+
 def _optimizer_factory(optimizer, what: str) -> Callable:
     """A factory making the optimizer in ``strategy.scope()`` (its variables must be mirrored)."""
     if optimizer is None:
@@ -176,27 +210,37 @@ def _optimizer_factory(optimizer, what: str) -> Callable:
     raise ConfigError(f"{what} must be a keras optimizer or a factory; got {optimizer!r}")
 
 
-def _data_factory(data) -> Callable:
-    """``(global_batch_size, seed) -> tf.data.Dataset`` of global batches, from what the user gave."""
+def _data_factory(data, data_key: str | None = None) -> Callable:
+    """``(global_batch_size, seed) -> tf.data.Dataset`` of global batches, from what the user gave
+    (datasets of dicts, batched datasets, arrays and dtypes are adapted by lipgan.data.adapt)."""
     if isinstance(data, str):
         from lipgan.data.pipeline import dataset
 
         return dataset(data)
-    if isinstance(data, tf.data.Dataset):
-        examples = data
+    if isinstance(data, (tf.data.Dataset, np.ndarray)):
+        from lipgan.data.adapt import examples as adapt
+
+        given = data
+        examples = data = adapt(data, data_key)
 
         def batches(global_batch_size: int, seed: int) -> tf.data.Dataset:
             # The caller's pipeline, as given: lipgan only repeats and batches it (static shapes).
             return examples.repeat().batch(global_batch_size, drop_remainder=True)
 
-        batches.settings = {"element_spec": str(data.element_spec)}
+        batches.settings = {
+            "element_spec": str(
+                given.element_spec if isinstance(given, tf.data.Dataset) else data.element_spec
+            )
+        }
+        if data_key is not None:
+            batches.settings["data_key"] = data_key
         batches.examples = data
         return batches
     if callable(data):
         return data
     raise ConfigError(
-        f"data must be a dataset name, a tf.data.Dataset of examples, or a factory "
-        f"(global_batch_size, seed) -> dataset; got {data!r}"
+        f"data must be a dataset name, a tf.data.Dataset or NumPy array of examples, or a factory "
+        f"(global_batch_size, seed) -> dataset; got {type(data).__name__}"
     )
 
 
@@ -330,6 +374,28 @@ def nonfinite_settings(settings: dict) -> list[str]:
     ]
 
 
+def out_of_range_settings(settings: dict) -> list[str]:
+    """``['critic_optimizer.learning_rate=-0.001 must be > 0', ...]``: optimizer settings out of
+    their range (:func:`lipgan.ranges.out_of_range`; a schedule's rates included)."""
+    bad = []
+    for key, value in flat_settings(settings).items():
+        leaf = key.rsplit(".", 1)[-1]
+        if not key.endswith("_optimizer." + leaf) and ".learning_rate." not in key:
+            continue
+        rule = out_of_range(leaf, value)
+        if rule:
+            bad.append(f"{key}={value!r} must be {rule}")
+    return bad
+
+
+def check_ranges(settings: dict) -> None:
+    """One-line :class:`ConfigError` for the first out-of-range setting (before anything is
+    written)."""
+    bad = out_of_range_settings(settings)
+    if bad:
+        raise ConfigError(bad[0])
+
+
 # -- the trainer -----------------------------------------------------------------------------------
 class Trainer:
     """A WGAN on a strategy, ready to :meth:`fit`, :meth:`evaluate` and :meth:`sample`.
@@ -338,7 +404,10 @@ class Trainer:
 
     * ``data``: a TFDS or lipgan dataset name (``"lipgan_toy/8gaussians"``, ``"cifar10"``), a
       ``tf.data.Dataset`` of single examples (lipgan repeats and batches it; shuffle it yourself),
-      or a factory ``(global_batch_size, seed) -> tf.data.Dataset`` of global batches;
+      or a factory ``(global_batch_size, seed) -> tf.data.Dataset`` of global batches. A dataset
+      may also be batched (it is unbatched), hold dicts as ``tfds.load`` returns (``data_key``
+      names the feature; default ``'image'``, or the only key), or be a NumPy array; float64 is
+      cast to float32 and integer images are scaled to [-1, 1] (:mod:`lipgan.data.adapt`);
     * ``critic`` / ``generator``: a ``keras.Model`` or a factory ``data_shape -> keras.Model``
       (a factory is called inside ``strategy.scope()``; a model made outside it is cloned there
       when the strategy has several replicas). A constraint may wrap the critic (spectral norm;
@@ -352,7 +421,9 @@ class Trainer:
     * ``intervals``: :class:`Intervals` (logging, checkpoints, evaluation...).
 
     Building seeds Keras and TensorFlow with ``step.seed`` (initial weights and any op without its
-    own seed), as ``lipgan run`` does.
+    own seed), as ``lipgan run`` does. A model given as an object keeps the weights it has: the
+    seed then covers noise, interpolation and shuffling only (said once per process,
+    :data:`GIVEN_WEIGHTS_NOTE`); pass a factory to have the seed draw the initial weights.
     """
 
     def __init__(
@@ -369,6 +440,7 @@ class Trainer:
         intervals: Intervals | None = None,
         checkpoint_input: bool = True,
         inception_weights: str | None = None,
+        data_key: str | None = None,
     ):
         if not isinstance(constraint, Constraint):
             raise ConfigError(
@@ -378,7 +450,7 @@ class Trainer:
         self.step_config = step or StepConfig(global_batch_size=256)
         self.intervals = intervals or Intervals()
         self.constraint = constraint
-        self.dataset = _data_factory(data)
+        self.dataset = _data_factory(data, data_key)
         self.checkpoint_input = bool(checkpoint_input)
         self.inception_weights = inception_weights
         config = self.step_config
@@ -400,6 +472,13 @@ class Trainer:
             constraint=constraint,
             data_shape=self.data.element_spec.shape[1:],
             config=config,
+        )
+        check_critic_output(self.wgan.critic)
+        check_ranges(  # now, not only when fit() is called: nothing is written before either
+            {
+                "critic_optimizer": optimizer_settings(self.wgan.critic_optimizer),
+                "generator_optimizer": optimizer_settings(self.wgan.generator_optimizer),
+            }
         )
         self._iterator, self._input_step = None, 0
 
@@ -471,6 +550,7 @@ class Trainer:
                 f"{bad[0]} is not a finite number (settings are float32, as Keras keeps them: "
                 "at most 3.4e38); numeric settings must be finite"
             )
+        check_ranges(settings)
         return settings
 
     def data_fingerprint(self) -> tuple[str | None, str]:
@@ -493,6 +573,7 @@ class Trainer:
         run_dir: str | Path | None = None,
         force: bool = False,
         callbacks: Iterable[Callback] = (),
+        verbose: int = 1,
         progress=None,
         config_text: str | None = None,
         operative_config: Callable[[], str] | None = None,
@@ -503,6 +584,10 @@ class Trainer:
         returned state's step, the history's steps and the checkpoint names are all iterations
         since the start of training (issue 27: Keras' ``epochs`` counts per call instead).
 
+        ``verbose`` as in Keras: 0 prints nothing, 1 a progress bar on a terminal (plain lines
+        elsewhere), 2 one line per logged step. The progress display is a :class:`Callback`;
+        ``progress=`` passes your own (the CLI does).
+
         With ``run_dir``, a directory holding a run of the same settings is resumed from its latest
         checkpoint (a different one is refused unless ``force``), checkpoints and metrics are
         written there, SIGINT/SIGTERM stop with a checkpoint (:class:`lipgan.errors.Interrupted`),
@@ -510,18 +595,20 @@ class Trainer:
         term and step. ``config_text`` / ``operative_config`` are the CLI's gin record
         (``config.gin``, ``operative_config.gin``); Python callers leave them out.
         """
-        from lipgan.progress import Progress
+        from lipgan.progress import for_verbose
         from lipgan.run import TrainingLoop
 
         _check_int(steps, "steps", minimum=1)
+        if progress is None or progress is False:
+            progress = for_verbose(0 if progress is False else verbose)
         if self.intervals.eval_every:
             evaluation.check_num_samples(self.wgan, self.dataset, self.intervals.eval_samples)
         loop = TrainingLoop(
             self,
             self.data,
-            progress or Progress(print),
+            progress,
             steps=int(steps),
-            callbacks=list(callbacks),
+            callbacks=[progress, *callbacks],  # progress first: its lines precede a callback's
         )
         return loop.run(
             run_dir,
@@ -545,13 +632,15 @@ class Trainer:
         return checkpoint.restore(warn)
 
     def evaluate(self, num_samples: int | None = None) -> dict:
-        """The metrics that apply to this data (``lipgan eval``'s), as ``{'eval/...': float}``."""
+        """The metrics that apply to this data (``lipgan eval``'s), as ``{'eval/...': float}``: the
+        critic's estimate always; on data lipgan has no metric for, W1 to the data with its
+        real-vs-real floor (:func:`lipgan.evaluation.data_w1`). ``num_samples`` >= 2."""
         return evaluation.evaluate(
             self.wgan,
             self.dataset,
             seed=self.seed,
             batch_size=self.global_batch_size,
-            num_samples=num_samples or self.intervals.eval_samples,
+            num_samples=self.intervals.eval_samples if num_samples is None else num_samples,
             inception_weights=self.inception_weights,
         )
 

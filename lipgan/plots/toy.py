@@ -4,34 +4,64 @@ from __future__ import annotations
 
 import numpy as np
 
+#: Margin around the data's extent, as a fraction of its half-width.
+MARGIN = 0.15
 
-def critic_surface(critic, lim: float = 3.0, n: int = 128):
-    """The critic evaluated on an ``n x n`` grid over ``[-lim, lim]²``: (xs, ys, values[n, n])."""
-    xs = np.linspace(-lim, lim, n, dtype=np.float32)
-    grid = np.stack(np.meshgrid(xs, xs), axis=-1).reshape(-1, 2)
+
+def critic_surface(critic, lim: float = 3.0, n: int = 128, center=(0.0, 0.0)):
+    """The critic on an ``n x n`` grid over ``center ± lim``: (xs, ys, values[n, n])."""
+    xs = np.linspace(center[0] - lim, center[0] + lim, n, dtype=np.float32)
+    ys = np.linspace(center[1] - lim, center[1] + lim, n, dtype=np.float32)
+    grid = np.stack(np.meshgrid(xs, ys), axis=-1).reshape(-1, 2)
     values = np.asarray(critic(grid, training=False)).reshape(n, n)
-    return xs, xs, values
+    return xs, ys, values
+
+
+def extent(real: np.ndarray, fake: np.ndarray) -> tuple[tuple[float, float], float]:
+    """Centre and half-width of a square view that holds the data (issue 25: a fixed [-3, 3]² lost
+    most points of data with std 10). Taken from the real points (the generated ones when there
+    are none), so a diverged generator does not shrink the data to a dot."""
+    points = real if len(real) else fake
+    if not len(points):
+        return (0.0, 0.0), 3.0
+    lo, hi = np.min(points, axis=0), np.max(points, axis=0)
+    center = (lo + hi) / 2
+    half = max(float(np.max(hi - lo)) / 2, 1e-3) * (1 + MARGIN)
+    return (float(center[0]), float(center[1])), half
+
+
+def title_size(title: str, width_chars: int = 48) -> float:
+    """A font size at which ``title`` fits the 5-inch figure (about 48 characters at 10 pt)."""
+    return 10.0 if len(title) <= width_chars else max(5.0, 10.0 * width_chars / len(title))
+
+
+def draw_samples(ax, critic, real: np.ndarray, fake: np.ndarray, lim: float | None = None):
+    """Contour, generated points, then the real points on top (smaller, translucent), so both
+    stay visible where they overlap; the view is the data's :func:`extent` unless ``lim``."""
+    center, half = ((0.0, 0.0), lim) if lim is not None else extent(real, fake)
+    xs, ys, values = critic_surface(critic, half, center=center)
+    contour = ax.contourf(xs, ys, values, levels=20, cmap="viridis", alpha=0.8)
+    ax.scatter(fake[:, 0], fake[:, 1], s=3, c="lime", label="generated", alpha=0.7)
+    ax.scatter(real[:, 0], real[:, 1], s=1, c="tab:orange", label="real", alpha=0.5)
+    ax.set_xlim(center[0] - half, center[0] + half)
+    ax.set_ylim(center[1] - half, center[1] + half)
+    ax.set_aspect("equal")
+    ax.legend(loc="upper right", markerscale=4)
+    return contour
 
 
 def plot_samples(
-    path, critic, real: np.ndarray, fake: np.ndarray, title: str = "", lim: float = 3.0
+    path, critic, real: np.ndarray, fake: np.ndarray, title: str = "", lim: float | None = None
 ):
-    """Write a PNG: critic contour, real points (orange) and generated points (green)."""
+    """Write a PNG: critic contour, generated points (green) and real points (orange) on top."""
     from lipgan.plots import pyplot
 
     plt = pyplot()
 
-    xs, ys, values = critic_surface(critic, lim)
     fig, ax = plt.subplots(figsize=(5, 5), dpi=100)
-    contour = ax.contourf(xs, ys, values, levels=20, cmap="viridis", alpha=0.8)
+    contour = draw_samples(ax, critic, real, fake, lim)
     fig.colorbar(contour, ax=ax, fraction=0.046, pad=0.04, label="critic D(x)")
-    ax.scatter(real[:, 0], real[:, 1], s=2, c="tab:orange", label="real", alpha=0.6)
-    ax.scatter(fake[:, 0], fake[:, 1], s=2, c="lime", label="generated", alpha=0.6)
-    ax.set_xlim(-lim, lim)
-    ax.set_ylim(-lim, lim)
-    ax.set_aspect("equal")
-    ax.legend(loc="upper right", markerscale=4)
-    ax.set_title(title)
+    ax.set_title(title, fontsize=title_size(title))
     fig.tight_layout()
     fig.savefig(path, format="png")
     plt.close(fig)

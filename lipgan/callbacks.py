@@ -1,0 +1,35 @@
+"""Hooks into :meth:`lipgan.Trainer.fit`, Keras-style: a :class:`Callback` sees the run begin,
+every logged row, every evaluation, every checkpoint and the end.
+
+All hooks run on the host between compiled calls. Progress output is itself a callback
+(:class:`lipgan.progress.Progress`): ``fit(verbose=0)`` leaves it out and prints nothing.
+Kept free of TensorFlow imports so the CLI's progress display stays cheap to import.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lipgan.trainer import TrainState
+
+
+class Callback:
+    """Subclass and override the hooks you need (each does nothing by default)."""
+
+    def on_train_begin(self, step: int, steps: int) -> None:
+        """Once per :meth:`fit` call, before the first iteration: training resumes at ``step``
+        (restored or already trained) and runs to ``steps``."""
+
+    def on_log(self, step: int, metrics: dict) -> None:
+        """At every logged step, with the row written to ``metrics.jsonl``."""
+
+    def on_evaluate(self, step: int, metrics: dict) -> None:
+        """After each periodic evaluation (``Intervals.eval_every``), with its ``eval/...`` metrics."""
+
+    def on_checkpoint(self, step: int, path: Path | str | None) -> None:
+        """After a checkpoint of ``step`` is written (only with a ``run_dir``)."""
+
+    def on_train_end(self, state: TrainState) -> None:
+        """Once, when :meth:`fit` returns normally."""

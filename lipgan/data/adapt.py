@@ -1,0 +1,94 @@
+"""Data as people have it, turned into the ``tf.data.Dataset`` of float32 examples lipgan trains on.
+
+:class:`lipgan.Trainer` accepts, besides a dataset name or a factory:
+
+* a ``tf.data.Dataset`` of single examples, or an already batched one (it is unbatched: lipgan
+  batches by ``global_batch_size`` itself, with static shapes);
+* a dataset of dicts, as ``tfds.load(...)`` returns: the feature ``data_key`` is used (default:
+  ``'image'`` when the dicts have one, else their only key);
+* a NumPy array of examples (``[n, ...]``).
+
+Dtypes are converted one way, the way lipgan's own pipelines do (``lipgan.data.pipeline``):
+floats (float16/float64) are cast to float32 as they are; integer data is taken as images in
+[0, 255] and scaled to [-1, 1] (``x / 127.5 - 1``), the range of the generators' ``tanh`` output.
+Anything else is refused with one line that says what was expected.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from lipgan.errors import ConfigError
+
+EXPECTED = (
+    "expected a tf.data.Dataset (or NumPy array) of numeric examples [..., features], a dataset "
+    "of dicts with data_key= naming the feature, a dataset name, or a factory "
+    "(global_batch_size, seed) -> dataset"
+)
+
+
+def _is_batched(dataset: tf.data.Dataset, spec: tf.TensorSpec) -> bool:
+    """A dataset made by ``.batch()``/``.padded_batch()`` (or whose leading dim is unknown)."""
+    kind = type(dataset).__name__
+    batched = "Batch" in kind and "Unbatch" not in kind
+    return batched or (
+        spec.shape.rank is not None and spec.shape.rank > 0 and spec.shape[0] is None
+    )
+
+
+def _select(spec, data_key: str | None):
+    """The key to read from a dict element, or None for a plain tensor element."""
+    if isinstance(spec, tf.TensorSpec):
+        if data_key is not None:
+            raise ConfigError(f"data_key={data_key!r} is for datasets of dicts; this one is not")
+        return None
+    if isinstance(spec, dict):
+        keys = sorted(spec)
+        if data_key is None:
+            data_key = "image" if "image" in spec else (keys[0] if len(keys) == 1 else None)
+        if data_key is None or data_key not in spec:
+            raise ConfigError(
+                f"data: a dataset of dicts with keys {keys}; pass data_key= naming the feature "
+                "to train on (e.g. data_key='image')"
+            )
+        if not isinstance(spec[data_key], tf.TensorSpec):
+            raise ConfigError(f"data[{data_key!r}] is not a tensor; {EXPECTED}")
+        return data_key
+    raise ConfigError(f"data: elements are {spec}; {EXPECTED}")
+
+
+def _to_float32(x: tf.Tensor) -> tf.Tensor:
+    if x.dtype.is_integer:  # images in [0, 255] -> [-1, 1], as lipgan.data.pipeline does
+        return tf.cast(x, tf.float32) / 127.5 - 1.0
+    return tf.cast(x, tf.float32)
+
+
+def examples(data, data_key: str | None = None) -> tf.data.Dataset:
+    """A dataset of unbatched float32 examples with a fully known shape, or one-line ConfigError."""
+    if isinstance(data, np.ndarray):
+        if data.ndim < 2:
+            raise ConfigError(
+                f"data: a NumPy array of shape {data.shape}; expected [num_examples, ...features]"
+            )
+        data = tf.data.Dataset.from_tensor_slices(data)
+    spec = data.element_spec
+    key = _select(spec, data_key)
+    if key is not None:
+        spec = spec[key]
+    batched = _is_batched(data, spec)
+    if key is not None:
+        data = data.map(lambda element: element[key])
+    if not (spec.dtype.is_floating or spec.dtype.is_integer) or spec.dtype == tf.bool:
+        raise ConfigError(f"data: examples of dtype {spec.dtype.name}; {EXPECTED}")
+    if batched:
+        data = data.unbatch()
+        spec = data.element_spec
+    if spec.shape.rank is None or spec.shape.rank == 0 or not spec.shape.is_fully_defined():
+        raise ConfigError(
+            f"data: examples of shape {spec.shape}; lipgan needs examples of one known shape "
+            "(e.g. [2] points or [32, 32, 3] images): resize or pad them in your pipeline"
+        )
+    if spec.dtype != tf.float32:
+        data = data.map(_to_float32)
+    return data
