@@ -109,7 +109,7 @@ class RunCheckpoint:
         """Checkpoint ``iterator`` from now on: the loop replaced its iterator (a fast-forward).
 
         The checkpoint must hold the position of the iterator that training reads, or a later
-        resume restores a stream that was never advanced (issue 27).
+        resume restores a stream that was never advanced.
         """
         self.iterator = iterator
         self._use(iterator)

@@ -99,7 +99,7 @@ def _is_digits(dataset) -> bool:
 
 
 def data_w1(fake: np.ndarray, real: np.ndarray, real_again: np.ndarray) -> dict:
-    """W1 from the generated to the real examples on data lipgan has no metric for (issue 25),
+    """W1 from the generated to the real examples on data lipgan has no metric for,
     with its real-vs-real floor: the same distance between two real samples of the same size,
     which is what a perfect generator scores at this n. Exact (:func:`wasserstein1`) when the
     assignment is affordable (:data:`EXACT_W1_MAX_TERMS`), else sliced (a lower bound, under its

@@ -1,4 +1,4 @@
-"""The ranges optimizer settings must lie in, checked before a run writes anything (issue 25).
+"""The ranges optimizer settings must lie in, checked before a run writes anything.
 
 One table for both entry points: :class:`lipgan.Trainer` checks its optimizers' Keras configs,
 ``lipgan run`` checks the gin bindings (``--bind 'critic/linear_decay.initial_learning_rate=-5e-4'``)
@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 #: Optimizer settings (by their Keras config names) and the range each must lie in: a negative
-#: learning rate trains the critic *away* from the Wasserstein estimate without any error (issue 25).
+#: learning rate trains the critic *away* from the Wasserstein estimate without any error.
 OPTIMIZER_RANGES = {
     "learning_rate": (0.0, None, "> 0"),
     "initial_learning_rate": (0.0, None, "> 0"),

@@ -107,7 +107,7 @@ def conv_gram_channel_matrix(kernel: tf.Tensor) -> tf.Tensor:
     horizontal shifts are read off the diagonals of that ``[kw, kw]`` block grid; ``A[−Δ] = A[Δ]ᵀ``
     gives the other half. That is ``kw²·in²·out·kh(kh+1)`` multiply-adds, all in large products,
     against ``in²·out·kh·kw·(2kh−1)(2kw−1)`` for the kernel convolved with itself over a zero-padded
-    copy (the form before issue 26; 6.5× the arithmetic for a 5×5 kernel, most of it on zeros).
+    copy (the earlier form; 6.5× the arithmetic for a 5×5 kernel, most of it on zeros).
     """
     kh, kw, cin, cout = kernel.shape
     rows = ops.transpose(kernel, (1, 2, 0, 3))  # [kw, in, kh, out]

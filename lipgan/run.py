@@ -423,7 +423,7 @@ class TrainingLoop:
 
         The row of a step is logged before its checkpoint is saved: a checkpoint at step N then
         always has its row N in ``metrics.jsonl`` (a kill between the two only repeats the step),
-        and an evaluation that fails at step N leaves neither (issue 27).
+        and an evaluation that fails at step N leaves neither.
         """
         trainer = self.trainer
         iterator = trainer.input_iterator()
@@ -512,7 +512,7 @@ class TrainingLoop:
         """``replica_drift``: how far the replicas' copies of the weights are apart (0 when sound).
 
         Mirrored weights stay equal only while every replica computes the same update; a warning
-        names the first variable that drifted (issue 27: an ``after_update`` that used the
+        names the first variable that drifted (an ``after_update`` that used the
         replica id left replicas at 0.0 and 0.01 without a word).
         """
         drift, where = self.wgan.replica_drift()

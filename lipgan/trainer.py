@@ -128,7 +128,7 @@ def _strategy_plugin(strategy) -> StrategyPlugin:
     )
 
 
-#: Said once per process (issue 25): a model object's weights are not re-drawn from the seed.
+#: Said once per process: a model object's weights are not re-drawn from the seed.
 GIVEN_WEIGHTS_NOTE = (
     "note: models given as keras.Model objects keep their weights as they are; StepConfig.seed "
     "covers noise, interpolation and shuffling only (pass a factory data_shape -> model to seed "
@@ -324,7 +324,7 @@ def data_fingerprint(data: Callable, global_batch_size: int, seed: int) -> tuple
     """A hash of the first global batches under the seed, or ``None`` and why it cannot be taken.
 
     Python data (a ``tf.data.Dataset`` or a factory) is otherwise recorded only by its element
-    spec or its factory's name, so another dataset of the same shape would resume a run (issue 27).
+    spec or its factory's name, so another dataset of the same shape would resume a run.
     A factory is built twice under the seed (the stream must repeat, or there is nothing to
     compare); a Dataset object only when its graph has no random or Python op, because a second
     iterator over it could shift the stream training reads. Named datasets are described by their
@@ -582,7 +582,7 @@ class Trainer:
         update), as ``train.steps`` counts them: ``fit(10)`` then ``fit(20)`` trains 10 more, and a
         second ``fit(10)`` trains nothing. The data continues where the last call stopped; the
         returned state's step, the history's steps and the checkpoint names are all iterations
-        since the start of training (issue 27: Keras' ``epochs`` counts per call instead).
+        since the start of training (Keras' ``epochs`` counts per call instead).
 
         ``verbose`` as in Keras: 0 prints nothing, 1 a progress bar on a terminal (plain lines
         elsewhere), 2 one line per logged step. The progress display is a :class:`Callback`;

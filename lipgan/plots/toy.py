@@ -18,7 +18,7 @@ def critic_surface(critic, lim: float = 3.0, n: int = 128, center=(0.0, 0.0)):
 
 
 def extent(real: np.ndarray, fake: np.ndarray) -> tuple[tuple[float, float], float]:
-    """Centre and half-width of a square view that holds the data (issue 25: a fixed [-3, 3]² lost
+    """Centre and half-width of a square view that holds the data (a fixed [-3, 3]² lost
     most points of data with std 10). Taken from the real points (the generated ones when there
     are none), so a diverged generator does not shrink the data to a dot."""
     points = real if len(real) else fake

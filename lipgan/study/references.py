@@ -1,7 +1,7 @@
 """Reference rows: samplers that learn nothing, scored like the cells, and the W1 floor.
 
 A constraint's row means something only beside what no training at all achieves on the same
-metrics, sample count and seeds (issue #22: at 300 iterations uniform noise beat every grid row):
+metrics, sample count and seeds (at 300 iterations uniform noise beat every grid row):
 
 * **real data**: the data set's own sampler (the ceiling; its W1 is a floor);
 * **uniform on the bounding box**: of the mode centres for the Gaussian mixtures ([−1, 1]² for

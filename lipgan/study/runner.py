@@ -176,7 +176,7 @@ _PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b"
 
 def _move_other_cell_aside(run_dir: Path, cell: Cell) -> None:
     """A run dir that trained another cell (the spec changed under ``--force``, e.g. its steps)
-    is renamed ``<dir>-replaced[-k]`` rather than resumed or overwritten (issue 27)."""
+    is renamed ``<dir>-replaced[-k]`` rather than resumed or overwritten."""
     try:
         recorded = json.loads((run_dir / "cell.json").read_text())
     except (OSError, ValueError):
