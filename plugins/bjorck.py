@@ -42,7 +42,8 @@ the series of λ^(−1/2)), and order 1 maps every σ ≤ 2 into (0, 1]: σ²g(�
   the raw kernel is first divided by ``min(‖W‖_F, sqrt(‖W‖₁‖W‖_∞))``, a bound on its largest
   singular value, and 20 iterations reach orthonormality from a raw kernel (the earlier default:
   ~23× a plain critic step at width 512, since each iteration costs 6 products of the kernel's
-  size forward and backward whatever the batch). With ``projection > 0`` the iterations start from the projected kernel (the same scaling guard as the projection), so 1–3 refine it.
+  size forward and backward whatever the batch). With ``projection > 0`` the iterations start
+  from the projected kernel (the same scaling guard as the projection), so 1–3 refine it.
 
 :meth:`Bjorck.lipschitz_bound` computes the bound (an SVD of each effective kernel) instead of
 assuming 1.
