@@ -74,7 +74,10 @@ def test_bench_smoke(tmp_path):
         r for r in records if r["constraint"] == "none" and r["measurement"] == "critic_step"
     )
     assert none_step["flops_per_call"] > 0 and none_step["time_ratio_vs_none"] == pytest.approx(1.0)
-    assert "| default | toy | 8 | function |" in (out / "results.md").read_text()
+    # No --mode: the default 'auto' row names what it resolved to (lipgan.jit, as `lipgan run`).
+    assert re.search(
+        r"\| default \| toy \| 8 \| auto → (xla|function) \|", (out / "results.md").read_text()
+    )
     assert (out / "chart.png").stat().st_size > 0
 
 
