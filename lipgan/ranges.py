@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 
 #: Optimizer settings (by their Keras config names) and the range each must lie in: a negative
-#: learning rate trains the critic *away* from the Wasserstein estimate without any error.
+#: learning rate trains the critic *away* from the Wasserstein estimate without any error. A learning
+#: rate of 0 is allowed: it freezes a network, a control the study uses (an untrained generator).
 OPTIMIZER_RANGES = {
-    "learning_rate": (0.0, None, "> 0"),
-    "initial_learning_rate": (0.0, None, "> 0"),
+    "learning_rate": (None, None, ">= 0"),
+    "initial_learning_rate": (None, None, ">= 0"),
     "end_learning_rate": (None, None, ">= 0"),
     "decay_steps": (0.0, None, "> 0"),
     "beta_1": (None, 1.0, "in [0, 1)"),

@@ -109,10 +109,10 @@ def test_a_critic_with_two_outputs_and_a_sequential_without_input_get_one_line()
 @pytest.mark.parametrize(
     "optimizer, match",
     [
-        (keras.optimizers.Adam(-1e-3), r"critic_optimizer\.learning_rate=-0\.001 must be > 0"),
+        (keras.optimizers.Adam(-1e-3), r"critic_optimizer\.learning_rate=-0\.001 must be >= 0"),
         (
             keras.optimizers.Adam(keras.optimizers.schedules.PolynomialDecay(-5e-4, 10)),
-            r"initial_learning_rate=-0\.0005 must be > 0",
+            r"initial_learning_rate=-0\.0005 must be >= 0",
         ),
         (keras.optimizers.Adam(1e-3, beta_1=1.5), r"beta_1=1\.5 must be in \[0, 1\)"),
     ],
@@ -145,7 +145,7 @@ def test_a_negative_learning_rate_is_refused_from_the_cli(tmp_path):
     )
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code != 0 and len(lines) == 1, result.output
-    assert "initial_learning_rate = -0.0005 is invalid: it must be > 0" in lines[0]
+    assert "initial_learning_rate = -0.0005 is invalid: it must be >= 0" in lines[0]
     assert not (tmp_path / "run").exists()
 
 
