@@ -256,10 +256,15 @@ class WGAN:
         )
 
     def average(self, per_example: tf.Tensor) -> tf.Tensor:
-        """Sum over this replica's examples divided by the *global* batch size."""
-        return tf.nn.compute_average_loss(
-            per_example, global_batch_size=self.config.global_batch_size
-        )
+        """Sum over this replica's examples divided by the *global* batch size.
+
+        What ``tf.nn.compute_average_loss(per_example, global_batch_size=B)`` computes (a sum, then
+        ``div_no_nan`` by B), without its three ``tf.debugging`` checks on B: those are Assert ops,
+        which XLA drops with an "Ignoring Assert operator" line per loss and compilation. B is a
+        Python int checked on the host (``StepConfig``), so the checks had nothing to catch.
+        """
+        loss = tf.reduce_sum(per_example)
+        return tf.math.divide_no_nan(loss, tf.cast(self.config.global_batch_size, loss.dtype))
 
     def critic_loss_and_gradients(self, real: tf.Tensor, ctx: StepContext):
         """This replica's critic loss (globally scaled), its gradients, and metrics."""

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from lipgan import architecture
 from lipgan.checkpoint import RunCheckpoint, checkpointable
 from lipgan.engine import StepConfig
 from lipgan.errors import (
@@ -283,6 +284,7 @@ class TrainingLoop:
             )
         if chief:
             rundir.begin(settings, config_text, start, replaced=bool(differences), warn=warn)
+            architecture.write(run_dir, self.trainer, self.steps, warn)  # the CLI can rebuild it
             self.rundir = rundir
             if differences:
                 self.progress.message(

@@ -41,6 +41,7 @@ import numpy as np
 import tensorflow as tf
 
 from lipgan import evaluation
+from lipgan.architecture import recording
 from lipgan.callbacks import Callback
 from lipgan.constraint import Constraint
 from lipgan.engine import WGAN, StepConfig
@@ -398,7 +399,7 @@ def check_ranges(settings: dict) -> None:
 
 # -- the trainer -----------------------------------------------------------------------------------
 class Trainer:
-    """A WGAN on a strategy, ready to :meth:`fit`, :meth:`evaluate` and :meth:`sample`.
+    """A WGAN on a strategy, ready to :meth:`fit`, :meth:`evaluate`, :meth:`audit` and :meth:`sample`.
 
     Arguments are plain Python objects:
 
@@ -463,10 +464,15 @@ class Trainer:
         # And again: building a dataset the first time on a machine consumes global random state
         # (TFDS runs TF ops), which must not change the first run's initial weights.
         keras.utils.set_random_seed(config.seed)
+        #: The models as the factories built them, before a constraint wraps the critic: what the
+        #: run dir describes (:mod:`lipgan.architecture`).
+        self.built_models: dict[str, keras.Model] = {}
         self.wgan = WGAN(
             self.tf_strategy,
-            critic=_model_factory(critic, "critic"),
-            generator=_model_factory(generator, "generator"),
+            critic=recording(_model_factory(critic, "critic"), self.built_models, "critic"),
+            generator=recording(
+                _model_factory(generator, "generator"), self.built_models, "generator"
+            ),
             critic_optimizer=_optimizer_factory(critic_optimizer, "critic_optimizer"),
             generator_optimizer=_optimizer_factory(generator_optimizer, "generator_optimizer"),
             constraint=constraint,
@@ -643,6 +649,18 @@ class Trainer:
             num_samples=self.intervals.eval_samples if num_samples is None else num_samples,
             inception_weights=self.inception_weights,
         )
+
+    def audit(self, points: int = 512, seed: int | None = None) -> dict:
+        """Lower and certified upper bounds on the critic's Lipschitz constant (``lipgan audit``'s
+        result, :func:`lipgan.audit.audit`) at ``points`` real, generated and interpolated points
+        each, drawn with ``seed`` (default: the run's)."""
+        from lipgan.audit import audit
+
+        if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or points < 1:
+            raise ConfigError(f"audit(points={points!r}): points must be an integer >= 1")
+        seed = self.seed if seed is None else seed
+        real = evaluation.real_samples(self.dataset, points, self.global_batch_size, seed)
+        return audit(self, real, self.sample(points, seed), seed=seed)
 
     def sample(self, n: int, seed: int | None = None) -> np.ndarray:
         """``n`` generated examples from a fixed noise (the same ``seed`` gives the same samples)."""
