@@ -11,7 +11,6 @@ import tensorflow as tf
 
 import lipgan
 from lipgan import child_process
-from lipgan.evaluation import summary_line
 from tests.helpers import invoke
 
 
@@ -101,6 +100,7 @@ def test_the_cli_evaluates_samples_and_audits_a_run_dir_written_from_python(tmp_
         np.testing.assert_array_equal(npz["samples"], trainer.sample(5))
 
 
+@pytest.mark.slow
 def test_resuming_a_python_run_from_the_cli_continues_it_exactly(tmp_path):
     whole = make_trainer(eval_every=4, eval_samples=16)
     whole.fit(4, run_dir=tmp_path / "whole", verbose=0)
@@ -140,6 +140,7 @@ def _restored_critic(run_dir):
     return trainer.critic.get_weights()
 
 
+@pytest.mark.slow
 def test_a_layer_keras_cannot_rebuild_is_named_with_how_to_register_it(tmp_path, capsys):
     run_dir = tmp_path / "run"
     make_trainer(critic_factory=lambda s: critic(s, Unregistered)).fit(
@@ -154,6 +155,7 @@ def test_a_layer_keras_cannot_rebuild_is_named_with_how_to_register_it(tmp_path,
     assert not (tmp_path / "s.npz").exists()
 
 
+@pytest.mark.slow
 def test_data_from_a_factory_samples_but_says_why_it_cannot_be_evaluated(tmp_path):
     def factory(batch, seed):
         return tf.data.Dataset.from_tensors(tf.ones([2])).repeat().batch(batch, drop_remainder=True)
@@ -172,6 +174,8 @@ def test_trainer_audit_refuses_bad_points():
 
 
 def test_the_summary_line_gives_the_headline_numbers_of_the_last_evaluation():
+    from lipgan.evaluation import summary_line
+
     toy = {
         "step": 40,
         "eval/modes_covered": 7,
@@ -196,7 +200,7 @@ def test_certified_constraints_hint_once_at_maxmin_for_a_relu_critic(
 ):
     from lipgan.models import checks
 
-    monkeypatch.setattr(checks, "_HINTED", set())
+    monkeypatch.setattr(checks, "_HINTED", set(), raising=False)
     cls = {"bjorck": lipgan.constraints.Bjorck, "aol": lipgan.constraints.AOL}[constraint]
 
     def build(activation):
@@ -216,6 +220,7 @@ def test_certified_constraints_hint_once_at_maxmin_for_a_relu_critic(
     assert build("relu") == ""  # once
 
 
+@pytest.mark.slow
 def test_a_compiled_fit_logs_no_assert_noise():
     """XLA logs "Ignoring Assert operator" for each Assert op in a compiled graph; lipgan's step
     had three per loss (tf.nn.compute_average_loss's checks)."""
