@@ -108,7 +108,7 @@ def describe_model(model) -> tuple[dict | None, str | None]:
 
     try:
         config = json.loads(json.dumps(keras.saving.serialize_keras_object(model)))
-    except (NotImplementedError, TypeError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - a user's get_config may fail in any way; the run goes on
         return None, (
             f"{type(model).__name__} {model.name!r} cannot be serialized ({str(exc).splitlines()[0]}); "
             "give it a get_config() or build it from layers (Functional or Sequential)"
@@ -151,7 +151,13 @@ def _data(trainer, run_dir: Path, warn: Callable[[str], None]) -> dict:
         return {"kind": "none", "why": why}
     partial = run_dir / (DATA + ".tmp")
     shutil.rmtree(partial, ignore_errors=True)
-    examples.save(str(partial))
+    try:
+        examples.save(str(partial))
+    except Exception as exc:  # noqa: BLE001 - e.g. a py_function TensorFlow cannot save; train on
+        shutil.rmtree(partial, ignore_errors=True)
+        why = f"saving it failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        warn(f"note: {run_dir}: the data is not stored in the run dir ({why})")
+        return {"kind": "none", "why": why}
     partial.rename(run_dir / DATA)  # nothing half-written: the folder appears complete
     return {"kind": "snapshot", "path": DATA, "settings": settings}
 
@@ -328,6 +334,20 @@ def _plugin_instance(record: dict, kind: str, registry):
     return cls(**entry["arguments"])
 
 
+def _optimizer(run_dir: Path, key: str, config: dict):
+    import keras
+
+    _import_modules(config)
+    try:
+        return keras.optimizers.deserialize(config)
+    except Exception as exc:  # noqa: BLE001 - Keras raises TypeError, ValueError, ...
+        raise ConfigError(
+            f"{run_dir / TRAINER}: the {key} {config.get('class_name')!r} cannot be rebuilt "
+            f"({str(exc).splitlines()[0]}); a custom optimizer or schedule must be registered: "
+            f"{REGISTER_HINT}"
+        ) from None
+
+
 def _data_factory(run_dir: Path, record: dict, need_data: bool):
     import tensorflow as tf
 
@@ -369,8 +389,6 @@ def load(
     strategy (unless ``strategy``, a lipgan strategy, overrides it); otherwise it runs on the
     default one, where the user is. ``bound`` are ``train.x=v`` bindings (:func:`bindings`).
     """
-    import keras
-
     from lipgan.engine import StepConfig
     from lipgan.trainer import Intervals, Trainer
 
@@ -384,7 +402,7 @@ def load(
         strategy = _plugin_instance(record, "strategy", registry)
     data = _data_factory(run_dir, record, need_data)
     optimizers = {
-        key: (lambda config=record[key]: keras.optimizers.deserialize(config))
+        key: (lambda key=key: _optimizer(run_dir, key, record[key]))
         for key in ("critic_optimizer", "generator_optimizer")
     }
     trainer = Trainer(
