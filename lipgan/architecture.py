@@ -140,8 +140,13 @@ def _data(trainer, run_dir: Path, warn: Callable[[str], None]) -> dict:
             "why": f"the data came from a factory ({name}) only a script can call",
         }
     settings = dict(getattr(factory, "settings", {}))
-    if (run_dir / DATA).is_dir():
-        return {"kind": "snapshot", "path": DATA, "settings": settings}
+    entry = {"kind": "snapshot", "path": DATA, "settings": settings}
+    previous = _previous_data(run_dir)
+    if getattr(factory, "snapshot", None) == str(run_dir / DATA) and previous:
+        return previous  # resumed from the CLI: the data is this run dir's own copy
+    entry["fingerprint"] = trainer.data_fingerprint()[0]
+    if (run_dir / DATA).is_dir() and previous == entry:
+        return entry  # the same data (as far as its spec and fingerprint tell)
     why = _snapshot_problem(examples)
     if why:
         warn(
@@ -158,8 +163,21 @@ def _data(trainer, run_dir: Path, warn: Callable[[str], None]) -> dict:
         why = f"saving it failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
         warn(f"note: {run_dir}: the data is not stored in the run dir ({why})")
         return {"kind": "none", "why": why}
-    partial.rename(run_dir / DATA)  # nothing half-written: the folder appears complete
-    return {"kind": "snapshot", "path": DATA, "settings": settings}
+    # Nothing half-written: the new copy appears complete, and replaces a forced run's old one.
+    old = run_dir / (DATA + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if (run_dir / DATA).exists():
+        (run_dir / DATA).rename(old)
+    partial.rename(run_dir / DATA)
+    shutil.rmtree(old, ignore_errors=True)
+    return entry
+
+
+def _previous_data(run_dir: Path) -> dict | None:
+    try:
+        return json.loads((run_dir / TRAINER).read_text())["data"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _snapshot_problem(examples) -> str | None:
@@ -362,6 +380,7 @@ def _data_factory(run_dir: Path, record: dict, need_data: bool):
     if data["kind"] == "snapshot":
         factory = adapt(tf.data.Dataset.load(str(run_dir / data["path"])))
         factory.settings = data["settings"]  # the script's record: resuming compares it
+        factory.snapshot = str(run_dir / data["path"])  # write() keeps it as it is
         return factory
     if need_data:
         raise ConfigError(

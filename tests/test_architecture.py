@@ -156,6 +156,19 @@ def test_a_layer_keras_cannot_rebuild_is_named_with_how_to_register_it(tmp_path,
 
 
 @pytest.mark.slow
+def test_a_forced_run_on_other_data_replaces_the_stored_copy(tmp_path):
+    run_dir = tmp_path / "run"
+    make_trainer().fit(1, run_dir=run_dir, verbose=0)
+    stored = lambda: next(iter(tf.data.Dataset.load(str(run_dir / "data")))).numpy()  # noqa: E731
+    np.testing.assert_array_equal(stored(), next(iter(dict_data()))["image"].numpy())
+    sevens = {"image": np.full((64, 2), 7.0, "float32"), "label": np.arange(64)}
+    other = tf.data.Dataset.from_tensor_slices(sevens)  # the same pipeline, other values
+    make_trainer(data=other).fit(2, run_dir=run_dir, verbose=0, force=True)
+    np.testing.assert_array_equal(stored(), [7.0, 7.0])
+    assert not (run_dir / "data.old").exists() and not (run_dir / "data.tmp").exists()
+
+
+@pytest.mark.slow
 def test_data_from_a_factory_samples_but_says_why_it_cannot_be_evaluated(tmp_path):
     def factory(batch, seed):
         return tf.data.Dataset.from_tensors(tf.ones([2])).repeat().batch(batch, drop_remainder=True)
