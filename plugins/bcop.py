@@ -77,7 +77,9 @@ def bcop_polyphase_kernel(ortho, projectors, taps: tuple[int, int], channels_in:
         order += [0] * (rows > 0) + [1] * (cols > 0)
         rows, cols = max(rows - 1, 0), max(cols - 1, 0)
     if len(projectors) != len(order):
-        raise ValueError(f"{len(order)} projectors needed for {ty}x{tx} taps, got {len(projectors)}")
+        raise ValueError(
+            f"{len(order)} projectors needed for {ty}x{tx} taps, got {len(projectors)}"
+        )
     kernel = ops.reshape(ortho, (1, 1, *ortho.shape))  # [y, x, c, out]
     for axis, q in zip(reversed(order), reversed(projectors)):  # B₁ applied last (leftmost)
         projected = tf.einsum("cr,yxrm->yxcm", q, tf.einsum("cr,yxcm->yxrm", q, kernel))
