@@ -226,11 +226,6 @@ def test_bjorck_replicas_resync_after_one_drifts():
     assert spread["after"] == 0.0
 
 
-def test_bjorck_refuses_convolutions_in_one_line():
-    with pytest.raises(ConfigError, match="bjorck supports Dense layers only.*aol"):
-        Bjorck().wrap_critic(dcgan_critic((8, 8, 1), dim=4))
-
-
 def test_certified_layers_are_stateless_and_gradients_flow():
     critic = Bjorck(iterations=5).wrap_critic(
         mlp_critic((2,), width=8, depth=1, activation="maxmin")
