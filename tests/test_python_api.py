@@ -44,7 +44,7 @@ def make_trainer(learning_rate=1e-3, weight=1.0, **intervals):
         constraint=GradientPenalty(weight=weight),
         critic_optimizer=keras.optimizers.Adam(learning_rate),
         generator_optimizer=keras.optimizers.Adam(1e-3),
-        step=lipgan.StepConfig(global_batch_size=32, n_critic=2, seed=3),
+        step=lipgan.StepConfig(global_batch_size=32, n_critic=2, seed=3, jit_compile=False),
         intervals=lipgan.Intervals(
             **{"log_every": 2, "checkpoint_every": 3, "plot_samples": 0, **intervals}
         ),
