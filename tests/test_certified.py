@@ -269,6 +269,7 @@ def conv_critic(data_shape):
         (AOL(), conv_critic, (8, 8, 3)),
     ],
 )
+@pytest.mark.slow
 def test_certified_critic_and_its_gradients_are_the_same_under_xla(constraint, factory, shape):
     keras.utils.set_random_seed(0)
     critic = constraint.wrap_critic(factory(shape))
@@ -365,6 +366,7 @@ def _train_critic(critic, shape, steps=20, seed=0):
         (AOL(), lambda s: dcgan_critic(s, dim=4, activation="groupsort", group_size=4), (8, 8, 3)),
     ],
 )
+@pytest.mark.slow
 def test_empirical_lipschitz_stays_below_1_02_after_training(constraint, factory, shape):
     from lipgan.diagnostics import empirical_lipschitz
 
@@ -403,6 +405,7 @@ def test_groupsort_bjorck_critic_estimates_w1_of_the_fixed_pair():
     assert abs(result.critic_gap - 3) < abs(gp_gap - 3)
 
 
+@pytest.mark.slow
 def test_bench_measures_bjorck_on_the_toy_model_and_skips_it_on_dcgan(tmp_path):
     """A constraint that refuses a model's critic gets a 'skip' line, not a crashed sweep."""
     import json

@@ -59,6 +59,7 @@ def _same(a, b):
         np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_engine_applies_the_lazy_penalty_per_critic_update():
     real = tf.random.stateless_normal([8, 2], seed=[7, 7])
     lazy = toy_wgan(GradientPenalty(weight=0.5, every=2), n_critic=2)
@@ -96,6 +97,7 @@ def every_step():
     return fit_critic(GradientPenalty(weight=10.0), iterations=150)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("every", [4, 16])
 def test_lazy_penalty_keeps_the_fixed_pair_optimum(every_step, every):
     """On the fixed pair, k = 4 and 16 end within 5 % of the every-update ‖∇D‖ and gap.

@@ -301,6 +301,7 @@ def test_non_finite_value_stops_with_step_and_term_and_keeps_last_good_checkpoin
 
 
 # -- run-dir rules ----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_different_config_is_refused_then_forced(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
@@ -325,6 +326,7 @@ def test_different_config_is_refused_then_forced(tmp_path):
     assert checkpoint_steps(run_dir)[-1] == 10
 
 
+@pytest.mark.slow
 def test_resume_uses_the_runs_own_config_and_can_extend_it(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
@@ -338,6 +340,7 @@ def test_resume_uses_the_runs_own_config_and_can_extend_it(tmp_path):
     one_line_error(invoke("run", "--resume", str(tmp_path / "nothing")), "no such run directory")
 
 
+@pytest.mark.slow
 def test_corrupted_checkpoint_falls_back_then_fails_clearly(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 10)
@@ -380,6 +383,7 @@ def test_run_dir_that_is_a_file_or_not_writable(tmp_path):
 
 
 # -- eval, sample, config show --------------------------------------------------------------------
+@pytest.mark.slow
 def test_eval_sample_and_config_show(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
@@ -415,6 +419,7 @@ def test_eval_and_sample_need_a_checkpoint(tmp_path):
 
 
 # -- progress and TensorBoard ---------------------------------------------------------------------
+@pytest.mark.slow
 def test_terminal_gets_a_bar_pipes_get_lines_quiet_gets_the_run_dir(tmp_path):
     import io
 
@@ -447,6 +452,7 @@ def test_terminal_gets_a_bar_pipes_get_lines_quiet_gets_the_run_dir(tmp_path):
     assert quiet.exit_code == 0 and quiet.output.strip() == str(tmp_path / "q")
 
 
+@pytest.mark.slow
 def test_tensorboard_gets_scalars_histograms_and_sample_images(tmp_path):
     run_dir = tmp_path / "run"
     train(
@@ -480,6 +486,7 @@ def test_tensorboard_gets_scalars_histograms_and_sample_images(tmp_path):
     assert row["step"] == 10 and row["eval/modes_covered"] <= 8
 
 
+@pytest.mark.slow
 def test_resume_without_the_input_in_checkpoints_replays_it_exactly(tmp_path):
     off = ["--bind", "train.checkpoint_input=False"]
     train(tmp_path / "whole", 10, *off)
