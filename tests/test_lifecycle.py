@@ -116,6 +116,24 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path):
     assert logged == sorted(set(logged)) and logged[-1] == steps  # no step logged twice
 
 
+RUN_SEPARATOR = "=== lipgan run ===\n"
+
+#: ``lipgan run ARGS`` for each ARGS of a JSON list, in one process (one TensorFlow start); each
+#: run's output follows RUN_SEPARATOR; the first failing run ends the process with its status.
+RUNS_IN_ONE_PROCESS = """
+import json, sys, traceback
+from click.testing import CliRunner
+from lipgan.cli import cli
+for args in json.loads(sys.argv[1]):
+    result = CliRunner().invoke(cli, args)
+    print("=== lipgan run ===\\n" + result.output, flush=True)
+    if result.exit_code != 0:
+        if result.exc_info and not isinstance(result.exception, SystemExit):
+            traceback.print_exception(*result.exc_info)
+        sys.exit(result.exit_code)
+"""
+
+
 @pytest.mark.slow
 def test_sigkill_then_resume_across_checkpoint_input_and_strategy_changes(tmp_path):
     """Issue 27: the kill -9 test again, with the segments changing what they checkpoint.
@@ -153,11 +171,15 @@ def test_sigkill_then_resume_across_checkpoint_input_and_strategy_changes(tmp_pa
         (45, ["--strategy", "default", "--force"]),
         (steps, []),
     ]
-    outputs = []
-    for until, extra in segments:
-        done = finish(start_python(*run, "--bind", f"train.steps={until}", *extra))
-        assert done.returncode == 0, done.stderr[-2000:]
-        outputs.append(done.stdout)
+    # The three resumes in one child (one TensorFlow start, not three): `lipgan run` in-process.
+    runs = [
+        ["run", *bindings, "--run-dir", str(split), "--bind", f"train.steps={until}", *extra]
+        for until, extra in segments
+    ]
+    done = finish(start_python("-c", RUNS_IN_ONE_PROCESS, json.dumps(runs)))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    outputs = done.stdout.split(RUN_SEPARATOR)[1:]
+    assert len(outputs) == len(segments), done.stdout[-2000:]
     assert "fast-forwarding" in outputs[0] and "fast-forwarding" in outputs[1]
     assert "fast-forwarding" not in outputs[2]  # ckpt-45 holds the position of what was read
     a, b = weights(tmp_path / "whole"), weights(split)
