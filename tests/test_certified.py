@@ -405,7 +405,6 @@ def test_groupsort_bjorck_critic_estimates_w1_of_the_fixed_pair():
     assert abs(result.critic_gap - 3) < abs(gp_gap - 3)
 
 
-@pytest.mark.slow
 def test_bench_measures_bjorck_on_the_toy_model_and_skips_it_on_dcgan(tmp_path):
     """A constraint that refuses a model's critic gets a 'skip' line, not a crashed sweep."""
     import json
