@@ -241,6 +241,7 @@ class WGAN:
                 f"{self.data_shape}; fix the model or dataset settings"
             )
         self._loop = None
+        self._critic_gradient_fns: dict[int, Callable] = {}
 
     # -- the per-replica step ---------------------------------------------------------------
     def context(self, step, phase: int) -> StepContext:
@@ -472,11 +473,17 @@ class WGAN:
         """All-reduced critic loss and gradients for one global batch, without updating anything.
 
         Exactly what the optimizer would receive; used by replica-invariance tests and diagnostics.
+        The step is a tensor, as in training, so one traced function per ``phase`` serves every
+        step (a lazy penalty's schedule included) instead of a trace per call.
         """
         real = next(self.distribute(tf.data.Dataset.from_tensors(real_global_batch)))
+        if phase not in self._critic_gradient_fns:
+            self._critic_gradient_fns[phase] = self._build_critic_gradients(phase)
+        return self._critic_gradient_fns[phase](real, tf.constant(step, tf.int64))
 
+    def _build_critic_gradients(self, phase: int):
         @tf.function
-        def compute(real):
+        def compute(real, step):
             def fn(real):
                 grads, metrics, _ = self.critic_loss_and_gradients(real, self.context(step, phase))
                 return grads, metrics["critic_loss"]
@@ -485,4 +492,4 @@ class WGAN:
             reduce = lambda v: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)  # noqa: E731
             return [reduce(g) for g in grads], reduce(loss)
 
-        return compute(real)
+        return compute

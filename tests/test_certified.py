@@ -264,6 +264,7 @@ def conv_critic(data_shape):
         (AOL(), conv_critic, (8, 8, 3)),
     ],
 )
+@pytest.mark.slow
 def test_certified_critic_and_its_gradients_are_the_same_under_xla(constraint, factory, shape):
     keras.utils.set_random_seed(0)
     critic = constraint.wrap_critic(factory(shape))
@@ -360,6 +361,7 @@ def _train_critic(critic, shape, steps=20, seed=0):
         (AOL(), lambda s: dcgan_critic(s, dim=4, activation="groupsort", group_size=4), (8, 8, 3)),
     ],
 )
+@pytest.mark.slow
 def test_empirical_lipschitz_stays_below_1_02_after_training(constraint, factory, shape):
     from lipgan.diagnostics import empirical_lipschitz
 
