@@ -28,6 +28,7 @@ from lipgan.constraint import Constraint, StepContext
 from lipgan.errors import ConfigError, NonFiniteLossError, PluginError
 from lipgan.jit import resolve_jit_compile
 from lipgan.models.checks import warn_if_batch_norm
+from lipgan.ranges import check_int
 
 METRICS = ("critic_loss", "wasserstein", "penalty", "generator_loss")
 
@@ -69,20 +70,23 @@ class LoopResult(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class StepConfig:
-    """The static parameters of the step (changing any of them means a new compiled function)."""
+    """The static parameters of the step (changing any of them means a new compiled function).
 
-    global_batch_size: int
+    The one definition of these settings and their defaults: ``lipgan run``'s ``train.n_critic``
+    etc. are these fields (:mod:`lipgan.run` builds the gin root from them). The defaults are
+    Gulrajani et al. 2017's toy setup (batch 256, 5 critic updates per generator update).
+    """
+
+    global_batch_size: int = 256
     n_critic: int = 5
     seed: int = 0
     jit_compile: bool | str = "auto"  # see lipgan.jit.resolve_jit_compile
     mixed_precision: str | None = None
 
     def __post_init__(self):
-        if self.global_batch_size < 1 or self.n_critic < 1:
-            raise ConfigError(
-                f"train.global_batch_size and train.n_critic must be >= 1, got "
-                f"{self.global_batch_size} and {self.n_critic}"
-            )
+        check_int(self.global_batch_size, "global_batch_size", minimum=1)
+        check_int(self.n_critic, "n_critic", minimum=1)
+        check_int(self.seed, "seed")
         if self.mixed_precision not in PRECISIONS:
             hint = (
                 "; mixed_float16 needs loss scaling, which WGAN losses with a gradient penalty do "
