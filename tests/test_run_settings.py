@@ -52,9 +52,9 @@ def test_the_dataclasses_check_their_own_types():
     with pytest.raises(
         ConfigError, match=r"train.n_critic=2.5 is invalid: must be an integer >= 1 \(a float"
     ):
-        lipgan.StepConfig(n_critic=2.5)
+        lipgan.StepConfig(global_batch_size=256, n_critic=2.5)
     with pytest.raises(ConfigError, match="train.seed='0' is invalid: must be an integer"):
-        lipgan.StepConfig(seed="0")
+        lipgan.StepConfig(global_batch_size=256, seed="0")
     with pytest.raises(
         ConfigError, match="train.checkpoint_input='yes' is invalid: must be True or False"
     ):
@@ -117,6 +117,7 @@ def test_an_old_style_run_dir_still_resumes_and_still_refuses_a_changed_setting(
     assert not list(run_dir.glob("config-before-*"))  # only train.steps changed: nothing replaced
 
 
+@pytest.mark.slow
 def test_a_study_cell_trains_a_python_trainer_without_gin(tmp_path, monkeypatch):
     from lipgan.study.cell import train_cell
 
@@ -130,7 +131,7 @@ def test_a_study_cell_trains_a_python_trainer_without_gin(tmp_path, monkeypatch)
         step_config=lipgan.StepConfig(global_batch_size=32, n_critic=1, jit_compile=False),
         intervals=lipgan.Intervals(log_every=2, checkpoint_every=2, plot_samples=0),
     )
-    result = train_cell(trainer, tmp_path, 4, eval_samples=64, eval_every=2)
+    result = train_cell(trainer, tmp_path, 4, eval_samples=1000, eval_every=2)
     assert result["status"] == "ok" and result["step"] == 4
     assert [p["step"] for p in result["curve"]] == [0, 2, 4]
     assert result["metrics"]["num_modes"] == 8 and np.isfinite(result["metrics"]["w1"])
