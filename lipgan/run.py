@@ -33,25 +33,27 @@ _GROUPS = {"step_config": StepConfig, "intervals": Intervals}
 _NOT_BOUND = {"self", "step", *_GROUPS}
 
 
-def _keyword(parameter: inspect.Parameter, name: str | None = None) -> inspect.Parameter:
-    return parameter.replace(name=name or parameter.name, kind=inspect.Parameter.KEYWORD_ONLY)
-
-
 def _parameters() -> dict[str, tuple[str, inspect.Parameter]]:
     """``{train name: (where it goes, parameter)}``, in the order of ``train``'s signature."""
-    out = {}
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    found = []
     for name, parameter in inspect.signature(Trainer.__init__).parameters.items():
         if name not in _NOT_BOUND:
-            out[GIN_NAMES.get(name, name)] = ("trainer", _keyword(parameter, name))
+            found.append((GIN_NAMES.get(name, name), "trainer", parameter.replace(kind=keyword)))
     for group, cls in _GROUPS.items():
         for field in dataclasses.fields(cls):
-            default = inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY)
-            out[field.name] = (group, default.replace(default=field.default, annotation=field.type))
-    steps = inspect.Parameter("steps", inspect.Parameter.KEYWORD_ONLY, default=STEPS)
-    out["steps"] = ("fit", steps.replace(annotation="int"))
+            parameter = inspect.Parameter(field.name, keyword, default=field.default)
+            found.append((field.name, group, parameter.replace(annotation=field.type)))
+    steps = inspect.Parameter("steps", keyword, default=STEPS, annotation="int")
+    found.append(("steps", "fit", steps))
     for name, parameter in inspect.signature(Trainer.fit).parameters.items():
         if name not in ("self", "steps"):
-            out[name] = ("fit", _keyword(parameter))
+            found.append((name, "fit", parameter.replace(kind=keyword)))
+    out = {}
+    for name, where, parameter in found:
+        if name in out:  # a field named like a keyword: one train.X cannot set both
+            raise TypeError(f"train.{name} would set both {out[name][0]} and {where}")
+        out[name] = (where, parameter)
     return out
 
 
