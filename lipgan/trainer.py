@@ -399,9 +399,9 @@ class Trainer:
       ``tf.distribute.Strategy``, or None for TensorFlow's default;
     * ``critic_optimizer`` / ``generator_optimizer``: a Keras optimizer or a factory (default:
       WGAN-GP's Adam(1e-4, 0.5, 0.9)); an optimizer is re-made from its config in scope;
-    * ``step_config``: :class:`lipgan.StepConfig` (batch, n_critic, seed, XLA, precision; named
-      ``step`` before 0.x, which still works with a DeprecationWarning: :attr:`step` is the
-      iteration count);
+    * ``step_config``: :class:`lipgan.StepConfig` (batch, n_critic, seed, XLA, precision). Its
+      old name ``step=`` works for one more release, with a DeprecationWarning: :attr:`step` is
+      the iteration count;
     * ``intervals``: :class:`Intervals` (logging, checkpoints, evaluation...).
 
     What the trainer holds: :attr:`dataset` (the ``(global_batch_size, seed) -> dataset`` factory
