@@ -100,6 +100,35 @@ class StepConfig:
             )
 
 
+@dataclasses.dataclass(frozen=True)
+class Intervals:
+    """What the host loop does between compiled calls, and how often (in steps; 0 = never).
+
+    The one definition of these settings and their defaults (``lipgan run``'s ``train.log_every``
+    etc. are these fields, :mod:`lipgan.run`). None of these change what a step computes, so they may change when a run is resumed.
+    ``steps_per_execution`` is how many iterations one compiled call runs (the host loop that keeps
+    TPUs busy); each call still ends on the next interval boundary.
+    """
+
+    log_every: int = 100
+    checkpoint_every: int = 1000
+    max_checkpoints: int = 3
+    diagnostics_every: int = 0
+    eval_every: int = 0
+    eval_samples: int = 2048
+    histogram_every: int = 0
+    plot_samples: int = 1024
+    steps_per_execution: int = 1
+
+    def __post_init__(self):
+        for name in ("log_every", "max_checkpoints", "steps_per_execution"):
+            check_int(getattr(self, name), name, minimum=1)
+        for name in ("checkpoint_every", "diagnostics_every", "eval_every", "histogram_every"):
+            check_int(getattr(self, name), name, minimum=0, note=" (0 = off)")
+        check_int(self.eval_samples, "eval_samples", minimum=2)
+        check_int(self.plot_samples, "plot_samples", minimum=0, note=" (0 = off)")
+
+
 PRECISIONS = (None, "float32", "mixed_bfloat16")
 
 
@@ -260,10 +289,15 @@ class WGAN:
         )
 
     def average(self, per_example: tf.Tensor) -> tf.Tensor:
-        """Sum over this replica's examples divided by the *global* batch size."""
-        return tf.nn.compute_average_loss(
-            per_example, global_batch_size=self.config.global_batch_size
-        )
+        """Sum over this replica's examples divided by the *global* batch size.
+
+        What ``tf.nn.compute_average_loss(per_example, global_batch_size=B)`` computes (a sum, then
+        ``div_no_nan`` by B), without its three ``tf.debugging`` checks on B: those are Assert ops,
+        which XLA drops with an "Ignoring Assert operator" line per loss and compilation. B is a
+        Python int checked on the host (``StepConfig``), so the checks had nothing to catch.
+        """
+        loss = tf.reduce_sum(per_example)
+        return tf.math.divide_no_nan(loss, tf.cast(self.config.global_batch_size, loss.dtype))
 
     def critic_loss_and_gradients(self, real: tf.Tensor, ctx: StepContext):
         """This replica's critic loss (globally scaled), its gradients, and metrics."""

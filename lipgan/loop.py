@@ -23,6 +23,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from lipgan import architecture
 from lipgan.callbacks import Callback
 from lipgan.checkpoint import RunCheckpoint, checkpointable
 from lipgan.errors import (
@@ -172,6 +173,7 @@ class TrainingLoop:
             )
         if chief:
             rundir.begin(settings, start, replaced=bool(differences), warn=warn)
+            architecture.write(run_dir, self.trainer, self.steps, warn)  # the CLI can rebuild it
             self.rundir = rundir
             if differences:
                 self.progress.message(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 
+from lipgan import architecture
 from lipgan.engine import StepConfig
 from lipgan.errors import ConfigError
 from lipgan.trainer import Intervals, Trainer, TrainState
@@ -95,6 +96,13 @@ def trainer_from_settings(settings: dict) -> Trainer:
     What ``lipgan eval``/``sample`` build from a run's config (without training it).
     """
     return Trainer(**group_settings(settings)[0])
+
+
+def load_run_dir(run_dir, registry, **options) -> tuple[Trainer, int]:
+    """(the :class:`lipgan.Trainer` a run dir written from Python describes, the steps to train
+    to): :func:`lipgan.architecture.trainer_arguments` (``options`` are its own), built."""
+    arguments, steps = architecture.trainer_arguments(run_dir, registry, **options)
+    return Trainer(**arguments), steps
 
 
 def train(**settings) -> TrainState:

@@ -41,43 +41,16 @@ import numpy as np
 import tensorflow as tf
 
 from lipgan import evaluation
+from lipgan.architecture import recording
 from lipgan.callbacks import Callback
 from lipgan.constraint import Constraint
-from lipgan.engine import WGAN, StepConfig
+from lipgan.data.adapt import data_factory as _data_factory
+from lipgan.engine import WGAN, Intervals, StepConfig  # noqa: F401 - Intervals: public here too
 from lipgan.errors import CheckpointError, ConfigError
 from lipgan.loop import TrainingLoop, TrainState
 from lipgan.ranges import check_bool, check_int, out_of_range
 from lipgan.rundir import flat_settings
 from lipgan.strategy import StrategyPlugin
-
-
-@dataclasses.dataclass(frozen=True)
-class Intervals:
-    """What the host loop does between compiled calls, and how often (in steps; 0 = never).
-
-    The one definition of these settings and their defaults (``lipgan run``'s ``train.log_every``
-    etc. are these fields, :mod:`lipgan.run`). None of these change what a step computes, so they may change when a run is resumed.
-    ``steps_per_execution`` is how many iterations one compiled call runs (the host loop that keeps
-    TPUs busy); each call still ends on the next interval boundary.
-    """
-
-    log_every: int = 100
-    checkpoint_every: int = 1000
-    max_checkpoints: int = 3
-    diagnostics_every: int = 0
-    eval_every: int = 0
-    eval_samples: int = 2048
-    histogram_every: int = 0
-    plot_samples: int = 1024
-    steps_per_execution: int = 1
-
-    def __post_init__(self):
-        for name in ("log_every", "max_checkpoints", "steps_per_execution"):
-            check_int(getattr(self, name), name, minimum=1)
-        for name in ("checkpoint_every", "diagnostics_every", "eval_every", "histogram_every"):
-            check_int(getattr(self, name), name, minimum=0, note=" (0 = off)")
-        check_int(self.eval_samples, "eval_samples", minimum=2)
-        check_int(self.plot_samples, "plot_samples", minimum=0, note=" (0 = off)")
 
 
 # -- turning plain Python objects into what the engine needs ---------------------------------------
@@ -190,40 +163,6 @@ def _optimizer_factory(optimizer, what: str) -> Callable:
     if callable(optimizer):
         return optimizer
     raise ConfigError(f"{what} must be a keras optimizer or a factory; got {optimizer!r}")
-
-
-def _data_factory(data, data_key: str | None = None) -> Callable:
-    """``(global_batch_size, seed) -> tf.data.Dataset`` of global batches, from what the user gave
-    (datasets of dicts, batched datasets, arrays and dtypes are adapted by lipgan.data.adapt)."""
-    if isinstance(data, str):
-        from lipgan.data.pipeline import dataset
-
-        return dataset(data)
-    if isinstance(data, (tf.data.Dataset, np.ndarray)):
-        from lipgan.data.adapt import examples as adapt
-
-        given = data
-        examples = data = adapt(data, data_key)
-
-        def batches(global_batch_size: int, seed: int) -> tf.data.Dataset:
-            # The caller's pipeline, as given: lipgan only repeats and batches it (static shapes).
-            return examples.repeat().batch(global_batch_size, drop_remainder=True)
-
-        batches.settings = {
-            "element_spec": str(
-                given.element_spec if isinstance(given, tf.data.Dataset) else data.element_spec
-            )
-        }
-        if data_key is not None:
-            batches.settings["data_key"] = data_key
-        batches.examples = data
-        return batches
-    if callable(data):
-        return data
-    raise ConfigError(
-        f"data must be a dataset name, a tf.data.Dataset or NumPy array of examples, or a factory "
-        f"(global_batch_size, seed) -> dataset; got {type(data).__name__}"
-    )
 
 
 # -- the canonical settings record ---------------------------------------------------------------
@@ -380,7 +319,7 @@ def check_ranges(settings: dict) -> None:
 
 # -- the trainer -----------------------------------------------------------------------------------
 class Trainer:
-    """A WGAN on a strategy, ready to :meth:`fit`, :meth:`evaluate` and :meth:`sample`.
+    """A WGAN on a strategy, ready to :meth:`fit`, :meth:`evaluate`, :meth:`audit` and :meth:`sample`.
 
     Arguments are plain Python objects:
 
@@ -463,10 +402,15 @@ class Trainer:
         # And again: building a dataset the first time on a machine consumes global random state
         # (TFDS runs TF ops), which must not change the first run's initial weights.
         keras.utils.set_random_seed(config.seed)
+        #: The models as the factories built them, before a constraint wraps the critic: what the
+        #: run dir describes (:mod:`lipgan.architecture`).
+        self.built_models: dict[str, keras.Model] = {}
         self.wgan = WGAN(
             self.tf_strategy,
-            critic=_model_factory(critic, "critic"),
-            generator=_model_factory(generator, "generator"),
+            critic=recording(_model_factory(critic, "critic"), self.built_models, "critic"),
+            generator=recording(
+                _model_factory(generator, "generator"), self.built_models, "generator"
+            ),
             critic_optimizer=_optimizer_factory(critic_optimizer, "critic_optimizer"),
             generator_optimizer=_optimizer_factory(generator_optimizer, "generator_optimizer"),
             constraint=constraint,
@@ -631,6 +575,18 @@ class Trainer:
             num_samples=self.intervals.eval_samples if num_samples is None else num_samples,
             inception_weights=self.inception_weights,
         )
+
+    def audit(self, points: int = 512, seed: int | None = None) -> dict:
+        """Lower and certified upper bounds on the critic's Lipschitz constant (``lipgan audit``'s
+        result, :func:`lipgan.audit.audit`) at ``points`` real, generated and interpolated points
+        each, drawn with ``seed`` (default: the run's)."""
+        from lipgan.audit import audit
+
+        if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or points < 1:
+            raise ConfigError(f"audit(points={points!r}): points must be an integer >= 1")
+        seed = self.seed if seed is None else seed
+        real = evaluation.real_samples(self.dataset, points, self.global_batch_size, seed)
+        return audit(self, real, self.sample(points, seed), seed=seed)
 
     def sample(self, n: int, seed: int | None = None) -> np.ndarray:
         """``n`` generated examples from a fixed noise (the same ``seed`` gives the same samples)."""
