@@ -81,7 +81,7 @@ trainer = lipgan.Trainer(
     constraint=GradientPenalty(weight=10.0),
     critic_optimizer=keras.optimizers.Adam(1e-3, beta_1=0.5, beta_2=0.9),
     generator_optimizer=keras.optimizers.Adam(1e-3, beta_1=0.5, beta_2=0.9),
-    step=lipgan.StepConfig(global_batch_size=32, n_critic=2, seed=0),
+    step_config=lipgan.StepConfig(global_batch_size=32, n_critic=2, seed=0),
     intervals=lipgan.Intervals(log_every=5, eval_every=10, eval_samples=64, checkpoint_every=10),
 )
 print("cell 2: latent shape", trainer.wgan.latent_shape)

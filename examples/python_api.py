@@ -58,7 +58,7 @@ def main(out: Path, steps: int = 600) -> lipgan.TrainState:
         constraint=GradientPenalty(weight=0.1),  # λ for the toy sets (official gan_toy.py)
         critic_optimizer=keras.optimizers.Adam(5e-4, beta_1=0.5, beta_2=0.9),
         generator_optimizer=keras.optimizers.Adam(5e-4, beta_1=0.5, beta_2=0.9),
-        step=lipgan.StepConfig(global_batch_size=256, n_critic=5, seed=0),
+        step_config=lipgan.StepConfig(global_batch_size=256, n_critic=5, seed=0),
         intervals=lipgan.Intervals(
             log_every=steps // 3,
             eval_every=steps // 2,

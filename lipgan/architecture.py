@@ -237,7 +237,7 @@ def describes(run_dir: str | Path) -> bool:
 def bindings(values) -> dict:
     """``{'steps': 20, 'intervals': {'log_every': 5}, ...}`` from ``train.x=v`` bindings, the ones a
     Python run dir takes (how long and how often); anything else is one line."""
-    from lipgan.trainer import Intervals
+    from lipgan.engine import Intervals
 
     intervals = {f.name for f in dataclasses.fields(Intervals)}
     out: dict = {"intervals": {}}
@@ -369,7 +369,7 @@ def _optimizer(run_dir: Path, key: str, config: dict):
 def _data_factory(run_dir: Path, record: dict, need_data: bool):
     import tensorflow as tf
 
-    from lipgan.trainer import _data_factory as adapt
+    from lipgan.data.adapt import data_factory as adapt
 
     data = record["data"]
     if data["kind"] == "name":
@@ -393,7 +393,7 @@ def _data_factory(run_dir: Path, record: dict, need_data: bool):
     )  # the shape only: sampling reads no data
 
 
-def load(
+def trainer_arguments(
     run_dir: str | Path,
     registry,
     *,
@@ -402,14 +402,15 @@ def load(
     bound=(),
     strategy=None,
 ):
-    """(the Trainer that ``run_dir/trainer.json`` describes, the ``steps`` to train to).
+    """(the :class:`lipgan.Trainer` keywords that ``run_dir/trainer.json`` describes, the ``steps``
+    to train to). :func:`lipgan.run.load_run_dir` builds the Trainer (this module is below
+    lipgan.trainer, which writes descriptions with it).
 
     Built but not restored (``trainer.restore`` or ``fit`` does that). ``resume`` keeps the run's
     strategy (unless ``strategy``, a lipgan strategy, overrides it); otherwise it runs on the
     default one, where the user is. ``bound`` are ``train.x=v`` bindings (:func:`bindings`).
     """
-    from lipgan.engine import StepConfig
-    from lipgan.trainer import Intervals, Trainer
+    from lipgan.engine import Intervals, StepConfig
 
     run_dir = Path(run_dir)
     record = _read(run_dir)
@@ -424,13 +425,13 @@ def load(
         key: (lambda key=key: _optimizer(run_dir, key, record[key]))
         for key in ("critic_optimizer", "generator_optimizer")
     }
-    trainer = Trainer(
+    arguments = dict(
         data=data,
         critic=critic,
         generator=generator,
         constraint=constraint,
         strategy=strategy,
-        step=StepConfig(**record["step"]),
+        step_config=StepConfig(**record["step"]),
         intervals=Intervals(**{**record["intervals"], **overrides["intervals"]}),
         # data/ is not the script's pipeline: its position is replayed, not restored.
         checkpoint_input=record["data"]["kind"] != "snapshot"
@@ -438,4 +439,4 @@ def load(
         inception_weights=overrides.get("inception_weights", record["inception_weights"]),
         **optimizers,
     )
-    return trainer, int(overrides.get("steps", record["steps"]))
+    return arguments, int(overrides.get("steps", record["steps"]))

@@ -296,8 +296,8 @@ def _summarize(state, run_dir: Path, quiet: bool) -> None:
 
 def _resume_python(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled):
     """``lipgan run --resume DIR`` on a run dir written by ``Trainer.fit`` (no config.gin)."""
-    from lipgan import architecture
     from lipgan.progress import for_terminal
+    from lipgan.run import load_run_dir
 
     if gin_files:
         raise ConfigError(
@@ -306,23 +306,20 @@ def _resume_python(run_dir, gin_files, bindings, strategy_name, force, quiet, di
         )
     registry = _discover(disabled).registry
     strategy = registry.get("strategy", strategy_name)() if strategy_name else None
-    trainer, steps = architecture.load(
-        run_dir, registry, resume=True, bound=bindings, strategy=strategy
-    )
+    trainer, steps = load_run_dir(run_dir, registry, resume=True, bound=bindings, strategy=strategy)
     return trainer.fit(steps, run_dir=run_dir, force=force, progress=for_terminal(quiet))
 
 
 def _load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: bool = True):
     """The Trainer of ``run_dir`` (its own config, default strategy) with its latest checkpoint."""
-    from lipgan import architecture, config
+    from lipgan import config
+    from lipgan.run import load_run_dir
 
     config_file = _run_config(run_dir, "RUN_DIR")
     discovery = _discover(disabled)
     # Evaluation and sampling run where the user is, not where the run trained (maybe a TPU).
     if config_file is None:  # written from Python
-        trainer, _ = architecture.load(
-            run_dir, discovery.registry, need_data=need_data, bound=bindings
-        )
+        trainer, _ = load_run_dir(run_dir, discovery.registry, need_data=need_data, bound=bindings)
     else:
         _parse(discovery, [str(config_file)], [*bindings, "train.strategy = @default()"])
         trainer = _call(config.build_trainer, mock_data)

@@ -28,6 +28,7 @@ from lipgan.constraint import Constraint, StepContext
 from lipgan.errors import ConfigError, NonFiniteLossError, PluginError
 from lipgan.jit import resolve_jit_compile
 from lipgan.models.checks import warn_if_batch_norm
+from lipgan.ranges import check_int
 
 METRICS = ("critic_loss", "wasserstein", "penalty", "generator_loss")
 
@@ -69,20 +70,23 @@ class LoopResult(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class StepConfig:
-    """The static parameters of the step (changing any of them means a new compiled function)."""
+    """The static parameters of the step (changing any of them means a new compiled function).
 
-    global_batch_size: int
+    The one definition of these settings and their defaults: ``lipgan run``'s ``train.n_critic``
+    etc. are these fields (:mod:`lipgan.run` builds the gin root from them). The defaults are
+    Gulrajani et al. 2017's toy setup (batch 256, 5 critic updates per generator update).
+    """
+
+    global_batch_size: int = 256
     n_critic: int = 5
     seed: int = 0
     jit_compile: bool | str = "auto"  # see lipgan.jit.resolve_jit_compile
     mixed_precision: str | None = None
 
     def __post_init__(self):
-        if self.global_batch_size < 1 or self.n_critic < 1:
-            raise ConfigError(
-                f"train.global_batch_size and train.n_critic must be >= 1, got "
-                f"{self.global_batch_size} and {self.n_critic}"
-            )
+        check_int(self.global_batch_size, "global_batch_size", minimum=1)
+        check_int(self.n_critic, "n_critic", minimum=1)
+        check_int(self.seed, "seed")
         if self.mixed_precision not in PRECISIONS:
             hint = (
                 "; mixed_float16 needs loss scaling, which WGAN losses with a gradient penalty do "
@@ -94,6 +98,35 @@ class StepConfig:
                 f"train.mixed_precision={self.mixed_precision!r} is not supported; choose one of "
                 f"None, 'float32', 'mixed_bfloat16'{hint}"
             )
+
+
+@dataclasses.dataclass(frozen=True)
+class Intervals:
+    """What the host loop does between compiled calls, and how often (in steps; 0 = never).
+
+    The one definition of these settings and their defaults (``lipgan run``'s ``train.log_every``
+    etc. are these fields, :mod:`lipgan.run`). None of these change what a step computes, so they may change when a run is resumed.
+    ``steps_per_execution`` is how many iterations one compiled call runs (the host loop that keeps
+    TPUs busy); each call still ends on the next interval boundary.
+    """
+
+    log_every: int = 100
+    checkpoint_every: int = 1000
+    max_checkpoints: int = 3
+    diagnostics_every: int = 0
+    eval_every: int = 0
+    eval_samples: int = 2048
+    histogram_every: int = 0
+    plot_samples: int = 1024
+    steps_per_execution: int = 1
+
+    def __post_init__(self):
+        for name in ("log_every", "max_checkpoints", "steps_per_execution"):
+            check_int(getattr(self, name), name, minimum=1)
+        for name in ("checkpoint_every", "diagnostics_every", "eval_every", "histogram_every"):
+            check_int(getattr(self, name), name, minimum=0, note=" (0 = off)")
+        check_int(self.eval_samples, "eval_samples", minimum=2)
+        check_int(self.plot_samples, "plot_samples", minimum=0, note=" (0 = off)")
 
 
 PRECISIONS = (None, "float32", "mixed_bfloat16")

@@ -58,7 +58,7 @@ def make_trainer(data=None, critic_factory=critic, **intervals):
         generator=generator,
         constraint=lipgan.constraints.GradientPenalty(weight=1.0),
         critic_optimizer=keras.optimizers.Adam(1e-3, beta_1=0.5, beta_2=0.9),
-        step=lipgan.StepConfig(global_batch_size=8, n_critic=1, seed=3, jit_compile=False),
+        step_config=lipgan.StepConfig(global_batch_size=8, n_critic=1, seed=3, jit_compile=False),
         intervals=lipgan.Intervals(
             **{"log_every": 1, "checkpoint_every": 2, "plot_samples": 0, **intervals}
         ),
@@ -132,10 +132,10 @@ def test_resuming_a_python_run_from_the_cli_continues_it_exactly(tmp_path):
 
 
 def _restored_critic(run_dir):
-    from lipgan import architecture
     from lipgan.plugins import load_registry
+    from lipgan.run import load_run_dir
 
-    trainer, steps = architecture.load(run_dir, load_registry().registry)
+    trainer, steps = load_run_dir(run_dir, load_registry().registry)
     assert trainer.restore(run_dir) == steps == 4
     return trainer.critic.get_weights()
 
@@ -222,7 +222,7 @@ def test_certified_constraints_hint_once_at_maxmin_for_a_relu_critic(
             critic=lambda s: lipgan.models.mlp_critic(s, width=8, depth=2, activation=activation),
             generator=lambda s: lipgan.models.mlp_generator(s, width=8),
             constraint=cls(),
-            step=lipgan.StepConfig(global_batch_size=8, seed=0, jit_compile=False),
+            step_config=lipgan.StepConfig(global_batch_size=8, seed=0, jit_compile=False),
         )
         return capfd.readouterr().err
 

@@ -131,7 +131,7 @@ def test_an_overflowing_generator_update_is_caught_and_never_checkpointed(tmp_pa
         generator=generator,
         constraint=lipgan.constraints.GradientPenalty(weight=1.0),
         generator_optimizer=keras.optimizers.SGD(1e34),
-        step=lipgan.StepConfig(global_batch_size=16, n_critic=1, seed=3, jit_compile=False),
+        step_config=lipgan.StepConfig(global_batch_size=16, n_critic=1, seed=3, jit_compile=False),
         intervals=lipgan.Intervals(log_every=1, checkpoint_every=1, plot_samples=0),
     )
     run_dir = tmp_path / "run"
@@ -206,7 +206,7 @@ def small_trainer(data, constraint=None):
         critic=lambda shape: lipgan.models.mlp_critic(shape, width=8, depth=1),
         generator=lambda shape: lipgan.models.mlp_generator(shape, width=8, depth=1),
         constraint=constraint or lipgan.constraints.GradientPenalty(weight=1.0),
-        step=lipgan.StepConfig(global_batch_size=16, n_critic=1, seed=3, jit_compile=False),
+        step_config=lipgan.StepConfig(global_batch_size=16, n_critic=1, seed=3, jit_compile=False),
         intervals=lipgan.Intervals(log_every=1, checkpoint_every=1, plot_samples=0),
     )
 
@@ -546,7 +546,7 @@ def test_training_diagnostics_report_replica_drift_once(capsys):
     replicas in the kit test above): logged as a metric, warned about once."""
     from types import SimpleNamespace
 
-    from lipgan.run import TrainingLoop
+    from lipgan.loop import TrainingLoop
 
     wgan = SimpleNamespace(replica_drift=lambda: (0.01, "critic weight dense/kernel"))
     loop = SimpleNamespace(wgan=wgan)

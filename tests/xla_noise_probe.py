@@ -28,7 +28,7 @@ if __name__ == "__main__":
         critic=critic,
         generator=generator,
         constraint=lipgan.constraints.GradientPenalty(),
-        step=lipgan.StepConfig(global_batch_size=8, n_critic=1, seed=0, jit_compile=True),
+        step_config=lipgan.StepConfig(global_batch_size=8, n_critic=1, seed=0, jit_compile=True),
         intervals=lipgan.Intervals(log_every=1, checkpoint_every=0, plot_samples=0),
     )
     state = trainer.fit(2, verbose=0)

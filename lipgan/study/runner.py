@@ -196,26 +196,20 @@ def run_cells(
     spec: StudySpec,
     out: Path,
     *,
-    jobs: int | None = None,
+    executor,
     threads: int | None = None,
     force: bool = False,
     log: Callable[[str], None] | None = None,
-    executor=None,
 ) -> list[dict]:
     """Every cell's result (finished ones read back, the others run), in grid order.
 
-    ``executor`` (:mod:`lipgan.study.executors`) runs the unfinished cells; the default is the
-    local process pool of ``jobs`` cells. Everything else (resume, progress, stop) is here, the
-    same for every executor.
+    ``executor`` (:mod:`lipgan.study.executors`, which imports this module) runs the unfinished
+    cells. Everything else (resume, progress, stop) is here, the same for every executor.
     """
-    from lipgan.study.executors import LocalExecutor
-
     check_spec(spec)
     out = Path(out)
     _check_out(out, spec, force)
-    default_j, default_t = default_jobs()
-    executor = executor or LocalExecutor(jobs or default_j)
-    threads = threads if threads is not None else (executor.default_threads or default_t)
+    threads = threads if threads is not None else (executor.default_threads or default_jobs()[1])
     log = log or (lambda line: None)
     cells = spec.cells()
     results: dict[Cell, dict] = {}
