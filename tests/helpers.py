@@ -169,3 +169,23 @@ def resume_study(args, run_dirs, out, steps: int) -> None:
         assert json.loads((run_dir / "result.json").read_text())["step"] == steps
         logged = [json.loads(ln)["step"] for ln in (run_dir / "metrics.jsonl").open()]
         assert logged == sorted(set(logged)) and logged[-1] == steps
+
+
+def assert_compiled_matches_eager(critic, x, nonzero_gradients: bool = False) -> None:
+    """The critic's output and its weights' gradients agree eagerly, under tf.function and XLA."""
+    import numpy as np
+
+    def fn(x):
+        with tf.GradientTape() as tape:
+            out = critic(x, training=True)
+            total = tf.reduce_sum(out)
+        return out, tape.gradient(total, critic.trainable_variables)
+
+    eager = fn(x)
+    if nonzero_gradients:
+        assert all(float(tf.norm(g)) > 0 for g in eager[1])
+    for compiled in (tf.function(fn), tf.function(fn, jit_compile=True)):
+        got = compiled(x)
+        np.testing.assert_allclose(got[0], eager[0], rtol=1e-4, atol=1e-5)
+        for g, e in zip(got[1], eager[1]):
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)

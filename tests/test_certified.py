@@ -71,6 +71,7 @@ def test_critics_build_with_groupsort_and_keep_their_defaults():
 from lipgan.testing import ConstraintConformance  # noqa: E402
 from lipgan_plugins.aol import AOL, aol_rescale  # noqa: E402
 from lipgan_plugins.bjorck import Bjorck, bjorck_orthonormalize  # noqa: E402
+from tests.helpers import assert_compiled_matches_eager  # noqa: E402
 
 
 @pytest.mark.parametrize("order", [1, 2, 3])
@@ -285,18 +286,7 @@ def test_certified_critic_and_its_gradients_are_the_same_under_xla(constraint, f
     critic = constraint.wrap_critic(factory(shape))
     x = tf.random.stateless_normal((4, *shape), seed=[2, 2])
 
-    def fn(x):
-        with tf.GradientTape() as tape:
-            out = critic(x, training=True)
-            total = tf.reduce_sum(out)
-        return out, tape.gradient(total, critic.trainable_variables)
-
-    eager = fn(x)
-    for compiled in (tf.function(fn), tf.function(fn, jit_compile=True)):
-        got = compiled(x)
-        np.testing.assert_allclose(got[0], eager[0], rtol=1e-4, atol=1e-5)
-        for g, e in zip(got[1], eager[1]):
-            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+    assert_compiled_matches_eager(critic, x)
 
 
 class TestBjorckConformance(ConstraintConformance):
