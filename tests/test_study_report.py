@@ -104,6 +104,42 @@ def test_time_to_target_is_the_first_curve_point_meeting_all_three_and_a_censore
     assert "500 (2/3)" in line and "20 (2/3)" in line
 
 
+def _hq_curve(values, steps=1000):
+    """A curve every 125 iterations with these high-quality fractions (steps 125 … 1000)."""
+    return [
+        {"step": 125 * (k + 1), "seconds": k, "modes_covered": 8, "reverse_kl": 0.01}
+        | {"high_quality_fraction": v}
+        for k, v in enumerate(values)
+    ]
+
+
+def test_the_last_quarter_tells_a_curve_still_rising_from_a_flat_one():
+    # Third quarter: steps 625, 750; last quarter: 875, 1000 (steps 500 and before do not count).
+    rising = _hq_curve([0.0, 0.1, 0.2, 0.9, 0.5, 0.6, 0.7, 0.8])
+    assert report.late_change(_ok("ring", "a", 0, curve=rising)) == pytest.approx(0.2)
+    flat = _hq_curve([0.0, 0.1, 0.2, 0.3, 0.91, 0.89, 0.90, 0.90])
+    assert report.late_change(_ok("ring", "b", 0, curve=flat)) == pytest.approx(0.0)
+    assert report.late_change(_ok("ring", "c", 0, curve=rising[:5])) is None  # no last quarter
+    results = [
+        _ok("ring", "climbing", 0, curve=rising),
+        _ok("ring", "climbing", 1, curve=_hq_curve([0] * 4 + [0.5, 0.5, 0.75, 0.75])),
+        _ok("ring", "stalled", 0, curve=flat),
+        _ok("ring", "stalled", 1, curve=_hq_curve([0] * 4 + [0.9, 0.9, 0.92, 0.88])),
+        _ok("ring", "alone", 0, curve=rising),
+    ]
+    summary = report.summarize(results)["ring"]
+    assert summary["climbing"]["late_change"][:2] == pytest.approx((0.225, 0.025))
+    assert report.trend(summary["climbing"]["late_change"]) == "+22.5 ± 2.5 rising"
+    assert report.trend(summary["stalled"]["late_change"]).endswith(" flat")
+    assert report.trend(summary["alone"]["late_change"]) == "+20.0"  # one seed: no verdict
+    dropping = report.mean_se([-0.2, -0.3])
+    assert report.trend(dropping) == "-25.0 ± 5.0 falling"
+    md = report.markdown({"steps": 1000, "seeds": 2, "eval_samples": 2500}, results)
+    assert "HQ change, last quarter (pp)" in md
+    line = next(x for x in md.splitlines() if x.startswith("| climbing |"))
+    assert "+22.5 ± 2.5 rising" in line
+
+
 def test_rows_that_do_not_beat_uniform_noise_are_marked():
     box = {"modes_covered": 5.4, "high_quality_fraction": 0.0036, "reverse_kl": 0.49}
     reference = {k: (v, 0.0, 0, 5) for k, v in box.items()}
@@ -149,3 +185,12 @@ def test_report_only_reads_the_finished_cells_and_says_the_report_is_partial(tmp
     md = report.markdown(spec.as_dict(), [result], total=len(spec.cells()))
     assert "PARTIAL: 1 of 2 cells finished" in md
     assert "PARTIAL" not in report.markdown(spec.as_dict(), [result], total=1)
+
+
+def test_figure_labels_are_short_and_the_table_keeps_the_spec():
+    spec = "bjorck:mlp_critic.activation=maxmin,dcgan_critic.activation=maxmin"
+    assert report.short_label(spec) == "bjorck [maxmin]"
+    assert report.short_label("gradient_penalty:every=4") == "gradient_penalty [every=4]"
+    assert report.short_label("r1") == "r1"
+    md = report.markdown({"steps": 1000, "seeds": 1, "eval_samples": 2500}, [_ok("ring", spec, 0)])
+    assert f"| {spec} |" in md

@@ -100,6 +100,35 @@ def to_target(result: dict, target: dict) -> tuple[int, float] | None:
     return None
 
 
+def late_change(result: dict, key: str = "high_quality_fraction") -> float | None:
+    """How much ``key`` moved over the last quarter of the budget: the mean of the curve points in
+    the last quarter (step > ¾ of the cell's steps) minus the mean of those in the third quarter
+    (½ < step ≤ ¾). None without points in both. A target missed at the end is then told apart
+    as *still rising* (the budget ran out) or *flat* (more iterations of this config will not
+    get there), as a study whose target is missed must show; averaging a quarter's points
+    keeps one noisy evaluation from deciding it."""
+    steps = result["cell"]["steps"]
+    third = [p[key] for p in result.get("curve") or () if steps / 2 < p["step"] <= 3 * steps / 4]
+    last = [p[key] for p in result.get("curve") or () if p["step"] > 3 * steps / 4]
+    values = third + last
+    if not third or not last or not all(math.isfinite(v) for v in values):
+        return None
+    return float(np.mean(last) - np.mean(third))
+
+
+def trend(stat) -> str:
+    """*rising* / *falling* when the seeds' mean late change is more than two standard errors
+    from 0, else *flat*; with one seed (no error) only the number is shown."""
+    if stat is None:
+        return "–"
+    mean, se, _, count = stat
+    text = f"{mean * 100:+.1f}" + ("" if math.isnan(se) else f" ± {se * 100:.1f}")
+    if count < 2 or math.isnan(se):
+        return text
+    word = "rising" if mean - 2 * se > 0 else "falling" if mean + 2 * se < 0 else "flat"
+    return f"{text} {word}"
+
+
 def censored_median(values: list[float], total: int) -> float:
     """The median over ``total`` seeds of which only ``values`` got there (the others count as
     never, +inf): an honest median of times that are censored at the budget."""
@@ -146,7 +175,8 @@ def summarize(results: list[dict]) -> dict:
     for r in results:
         cell = r["cell"]
         row = out.setdefault(cell["dataset"], {}).setdefault(
-            cell["constraint"], {"cells": [], "failed": 0, "collapsed": 0, "reached": []}
+            cell["constraint"],
+            {"cells": [], "failed": 0, "collapsed": 0, "reached": [], "late": []},
         )
         if r["status"] != "ok":
             row["failed"] += 1
@@ -159,11 +189,14 @@ def summarize(results: list[dict]) -> dict:
             row["curved"] = row.get("curved", 0) + 1
             if (hit := to_target(r, target)) is not None:
                 row["reached"].append(hit)
+        if (change := late_change(r)) is not None:
+            row["late"].append(change)
     for rows in out.values():
         for row in rows.values():
             cells, reached, curved = row.pop("cells"), row.pop("reached"), row.pop("curved", 0)
             row["seeds"] = len(cells)
             row["stats"] = _stats(cells)
+            row["late_change"] = mean_se(row.pop("late"))
             if curved:
                 row["to_target"] = {
                     "iterations": censored_median([h[0] for h in reached], curved),
@@ -276,9 +309,12 @@ def markdown(
         all_stats = [r["stats"] for r in rows.values()] + list(ref_stats.values())
         keys = [c for c in COLUMNS if any(c[0] in st for st in all_stats) and c[0] != "w1_floor"]
         targets = dataset in TARGETS and any("to_target" in r for r in rows.values())
+        late = any(r["late_change"] for r in rows.values())
         head = ["constraint", *[title for _, title, *_ in keys]]
         if targets:
             head += ["iterations to target", "seconds to target"]
+        if late:
+            head.append("HQ change, last quarter (pp)")
         if BOX in ref_stats:
             head.append("beats uniform noise")
         head += ["seeds", "failed", "collapsed"]
@@ -302,6 +338,8 @@ def markdown(
             cols = [_fmt(row["stats"].get(k), scale, d) for k, _, scale, d in keys]
             if targets:
                 cols += [_fmt_target(row, "iterations"), _fmt_target(row, "seconds")]
+            if late:
+                cols.append(trend(row["late_change"]))
             if BOX in ref_stats:
                 failed = beats(row["stats"], ref_stats[BOX])
                 cols.append(
@@ -315,6 +353,7 @@ def markdown(
         for name, st in ref_stats.items():
             cols = [_fmt(st.get(k), scale, d) for k, _, scale, d in keys]
             cols += ["–", "–"] if targets else []
+            cols += ["–"] if late else []
             cols += ["–"] if BOX in ref_stats else []
             seeds = len(ref["rows"][name]["cells"])
             lines.append(
@@ -328,6 +367,18 @@ def markdown(
                 "Italic rows learn nothing: samplers scored on the same metrics, sample count and "
                 "seeds. A constraint row that does not beat uniform noise on the bounding box on "
                 "modes, high quality and reverse KL (means) says **no** in *beats uniform noise*.",
+            ]
+        if late:
+            lines += [
+                "",
+                "*HQ change, last quarter*: per seed, the mean high-quality % of the curve points "
+                "in the budget's last quarter minus that of the third quarter, in percentage "
+                "points, mean ± s.e. over seeds; *rising* or *falling* when the mean is more than "
+                "two standard errors from 0, else *flat*. A row short of its target and *rising* "
+                "ran out of budget; one that is *flat* has stopped improving at this config. Where "
+                "the learning rate decays to 0 at the budget's end (the ring and grid configs), "
+                "part of a late rise is that decay, so *rising* does not promise that a longer "
+                "budget at the same schedule gets there.",
             ]
         if any("critic_gap_ratio" in r["stats"] for r in rows.values()):
             lines += [
@@ -424,6 +475,26 @@ def curve_bands(results: list[dict]) -> dict:
     return out
 
 
+def short_label(constraint: str) -> str:
+    """A row's name for a figure: ``bjorck:mlp_critic.activation=maxmin,dcgan_critic.activation=
+    maxmin`` becomes ``bjorck [maxmin]`` (a binding's value once, however many configurables it
+    sets), ``gradient_penalty:every=4`` becomes ``gradient_penalty [every=4]``. The table keeps
+    the full spec, which is what the command line says."""
+    from lipgan.bench.harness import parse_spec
+    from lipgan.errors import ConfigError
+
+    try:
+        name, kwargs = parse_spec(constraint)
+    except ConfigError:  # a spec this study could not parse keeps its own spelling
+        return constraint
+    shown: list[str] = []
+    for key, value in kwargs.items():
+        text = str(value) if "." in key else f"{key}={value}"
+        if text not in shown:
+            shown.append(text)
+    return f"{name} [{', '.join(shown)}]" if shown else name
+
+
 def figure(path: Path, out: Path, results: list[dict], references: dict | None = None) -> None:
     """Per data set: one scatter (toys) or image grid (digits) per constraint, median seed by W1 or
     FD, then a bar chart per metric; where cells recorded curves, mean ± s.e. bands per constraint
@@ -467,7 +538,7 @@ def figure(path: Path, out: Path, results: list[dict], references: dict | None =
                 if r["cell"]["dataset"] == dataset and r["cell"]["constraint"] == constraint
             ]
             median = _median_cell(cells)
-            ax.set_title(f"{dataset}\n{constraint}", fontsize=7)
+            ax.set_title(f"{dataset}\n{short_label(constraint)}", fontsize=7)
             ax.set_xticks([])
             ax.set_yticks([])
             if median is None:
@@ -493,7 +564,7 @@ def figure(path: Path, out: Path, results: list[dict], references: dict | None =
             errs = [s[1] * scale if s and not math.isnan(s[1]) else 0.0 for s in stats]
             ax.bar(range(len(names)), means, yerr=errs, capsize=2)
             ax.set_xticks(range(len(names)))
-            ax.set_xticklabels(names, rotation=70, fontsize=5)
+            ax.set_xticklabels([short_label(n) for n in names], rotation=70, fontsize=5)
             ax.set_title(title, fontsize=7)
         if bands[dataset]:
             _curve_panels(axes[top + 2 : top + 4], dataset, bands[dataset], references.get(dataset))
@@ -526,7 +597,7 @@ def _curve_panels(axes, dataset: str, bands: dict, reference: dict | None) -> No
                     continue
                 x, m, e = (np.array(v) for v in zip(*pts))
                 color = f"C{k % 10}"
-                ax.plot(x, m, color=color, lw=1, label=constraint)
+                ax.plot(x, m, color=color, lw=1, label=short_label(constraint))
                 ax.fill_between(x, m - e, m + e, color=color, alpha=0.2, lw=0)
             for n, (name, st) in enumerate(ref_means.items()):
                 if key in st and math.isfinite(st[key][0]):
@@ -542,8 +613,16 @@ def _curve_panels(axes, dataset: str, bands: dict, reference: dict | None) -> No
             ax.set_title(f"{dataset}: {title}", fontsize=7)
             ax.set_xlabel("iterations" if xkey == "step" else "training seconds", fontsize=6)
             ax.tick_params(labelsize=5)
-            if r == 0 and j == 0:
-                ax.legend(fontsize=4, loc="best")
+    # One legend beside the panels, in the row's first free slot (or over the first panel when
+    # the figure has no free column): inside a panel it hid the curves it names.
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    spare = axes[0][len(CURVE_PANELS)] if len(axes[0]) > len(CURVE_PANELS) else None
+    if spare is not None:
+        spare.set_visible(True)
+        spare.axis("off")
+        spare.legend(handles, labels, fontsize=6, loc="upper left", frameon=False)
+    else:
+        axes[0][0].legend(fontsize=4, loc="best")
 
 
 def write(
