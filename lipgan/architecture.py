@@ -29,6 +29,11 @@ import (not the script itself, ``__main__``). :func:`load` imports the modules t
 names (as unpickling would: a run dir is trusted like the code that wrote it). A class that is not
 registered is named in a note when the run dir is written and in a one-line error when it is read.
 
+``--mock-data`` (``lipgan run --resume``, ``eval``, ``audit``) means what it means for a gin run:
+a *named* TFDS dataset is loaded as ``tfds.testing.mock_data`` random examples. Data stored in
+``data/`` is not loaded from TFDS, so there is nothing to mock; :func:`check_mock_data` refuses
+the flag there in one line rather than ignore it.
+
 Resuming from the CLI re-reads the data from ``data/``, whose pipeline differs from the script's,
 so the input position is replayed from the seed instead of restored (``checkpoint_input`` off for
 that run). A script's pipeline that reshuffled every pass was saved as one pass, in its order.
@@ -266,6 +271,18 @@ def _read(run_dir: Path) -> dict:
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{run_dir / TRAINER} is unreadable ({exc}); restore it") from None
     return record
+
+
+def check_mock_data(run_dir: str | Path) -> None:
+    """One line when ``--mock-data`` cannot apply to ``run_dir``: its data is the copy stored in
+    ``data/``, which the CLI reads as it is (a named dataset is mocked, as in a gin run; data that
+    was not stored is refused later, by :func:`trainer_arguments`, with or without the flag)."""
+    run_dir = Path(run_dir)
+    if (_read(run_dir).get("data") or {}).get("kind") == "snapshot":
+        raise ConfigError(
+            f"--mock-data: {run_dir}'s data is stored in the run dir ({run_dir / DATA}), not "
+            "loaded from TFDS, so there is nothing to mock; drop --mock-data"
+        )
 
 
 def _model_factory(run_dir: Path, record: dict, key: str) -> Callable:

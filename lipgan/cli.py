@@ -264,7 +264,7 @@ def run(
         run_dir = resume_dir
         if config_file is None:  # written from Python: trainer.json and the models' files
             state = _resume_python(
-                run_dir, gin_files, bindings, strategy_name, force, quiet, disabled
+                run_dir, gin_files, bindings, strategy_name, force, quiet, disabled, mock_data
             )
             _summarize(state, run_dir, quiet)
             return
@@ -294,8 +294,11 @@ def _summarize(state, run_dir: Path, quiet: bool) -> None:
     click.echo(str(run_dir) if quiet else summary_line(state.history, run_dir))
 
 
-def _resume_python(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled):
-    """``lipgan run --resume DIR`` on a run dir written by ``Trainer.fit`` (no config.gin)."""
+def _resume_python(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled, mock_data):
+    """``lipgan run --resume DIR`` on a run dir written by ``Trainer.fit`` (no config.gin).
+
+    ``--mock-data`` is honoured as in a gin run (the Trainer is built and trained under it), or
+    refused in one line where the run's data is stored in DIR (:func:`_check_mock_data`)."""
     from lipgan.progress import for_terminal
     from lipgan.run import load_run_dir
 
@@ -304,10 +307,26 @@ def _resume_python(run_dir, gin_files, bindings, strategy_name, force, quiet, di
             f"--resume {run_dir}: written from Python (no config.gin), so it takes no --gin; "
             "extend it with --bind train.steps=N"
         )
+    _check_mock_data(run_dir, mock_data)
     registry = _discover(disabled).registry
     strategy = registry.get("strategy", strategy_name)() if strategy_name else None
-    trainer, steps = load_run_dir(run_dir, registry, resume=True, bound=bindings, strategy=strategy)
-    return trainer.fit(steps, run_dir=run_dir, force=force, progress=for_terminal(quiet))
+
+    def resume():
+        trainer, steps = load_run_dir(
+            run_dir, registry, resume=True, bound=bindings, strategy=strategy
+        )
+        return trainer.fit(steps, run_dir=run_dir, force=force, progress=for_terminal(quiet))
+
+    return _call(resume, mock_data)
+
+
+def _check_mock_data(run_dir: Path, mock_data: bool) -> None:
+    """``--mock-data`` on a run dir written from Python: one line where it cannot apply
+    (:func:`lipgan.architecture.check_mock_data`), before anything is built or written."""
+    from lipgan.architecture import check_mock_data
+
+    if mock_data:
+        check_mock_data(run_dir)
 
 
 def _load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: bool = True):
@@ -319,7 +338,15 @@ def _load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: boo
     discovery = _discover(disabled)
     # Evaluation and sampling run where the user is, not where the run trained (maybe a TPU).
     if config_file is None:  # written from Python
-        trainer, _ = load_run_dir(run_dir, discovery.registry, need_data=need_data, bound=bindings)
+        _check_mock_data(run_dir, mock_data)
+        trainer, _ = _call(
+            load_run_dir,
+            mock_data,
+            run_dir=run_dir,
+            registry=discovery.registry,
+            need_data=need_data,
+            bound=bindings,
+        )
     else:
         _parse(discovery, [str(config_file)], [*bindings, "train.strategy = @default()"])
         trainer = _call(config.build_trainer, mock_data)

@@ -189,3 +189,37 @@ def assert_compiled_matches_eager(critic, x, nonzero_gradients: bool = False) ->
         np.testing.assert_allclose(got[0], eager[0], rtol=1e-4, atol=1e-5)
         for g, e in zip(got[1], eager[1]):
             np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+
+
+def critic_update_step(critic, constraint, learning_rate: float = 1e-2):
+    """A compiled critic update as the engine orders it: the WGAN critic loss (mean D(fake) −
+    mean D(real)), an Adam step, then ``constraint.after_update`` (projection, clipping; skipped
+    when ``constraint`` is None). For tests of what a constraint keeps true however hard the
+    optimizer pushes."""
+    optimizer = keras.optimizers.Adam(learning_rate)
+    optimizer.build(critic.trainable_variables)
+
+    @tf.function
+    def step(real, fake):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(critic(fake, training=True)) - tf.reduce_mean(
+                critic(real, training=True)
+            )
+        variables = critic.trainable_variables
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        if constraint is not None:
+            constraint.after_update(critic)
+
+    return step
+
+
+def bjorck_replica_spread(construction: str) -> dict:
+    """``tests/bjorck_sync_probe.py construction`` ('dense' or 'conv') in a child process: the
+    largest difference between the two replicas' copies of the projected matrices once replica 1's
+    are knocked off (``knocked``) and 2 iterations later (``after``)."""
+    from tests.conftest import REPO, run_python
+
+    done = run_python(REPO / "tests" / "bjorck_sync_probe.py", construction)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    return json.loads(lines[-1][len("RESULT ") :])

@@ -181,6 +181,49 @@ def test_data_from_a_factory_samples_but_says_why_it_cannot_be_evaluated(tmp_pat
     assert invoke("sample", str(run_dir), "--out", str(tmp_path / "s")).exit_code == 0
 
 
+def test_mock_data_is_refused_in_one_line_where_the_run_dir_stores_the_data(tmp_path):
+    """Was silently ignored: the resume trained on data/ and exited 0 (issue 25's follow-up)."""
+    run_dir = tmp_path / "run"
+    make_trainer().fit(1, run_dir=run_dir, verbose=0)
+    before = {p.name: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    for command in (("run", "--resume"), ("eval",), ("audit",)):
+        one_line(
+            invoke(*command, str(run_dir), "--mock-data"),
+            f"--mock-data: {run_dir}'s data is stored in the run dir",
+        )
+    after = {p.name: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    assert after == before  # nothing written, nothing trained
+
+
+@pytest.mark.slow
+def test_mock_data_stands_in_for_a_named_dataset_when_resuming_a_python_run(tmp_path, monkeypatch):
+    """A run dir that records its data by name (a TFDS dataset) resumes, evaluates and audits on
+    mock examples with --mock-data, as a gin run does; without the flag it needs the real data."""
+    from lipgan.data import pipeline
+    from lipgan.errors import DatasetError
+
+    def unavailable(builder, name, download=True):  # the real data is not on this machine
+        raise DatasetError(f"dataset {name!r} is not prepared here")
+
+    monkeypatch.setattr(pipeline, "_prepare", unavailable)
+    run_dir = tmp_path / "run"
+    named = pipeline.dataset("lipgan_toy", data_dir=str(tmp_path / "tfds"), shuffle_buffer=64)
+    with lipgan.data.mock_data():
+        make_trainer(data=named).fit(2, run_dir=run_dir, verbose=0)
+    assert json.loads((run_dir / "trainer.json").read_text())["data"]["kind"] == "name"
+
+    one_line(invoke("run", "--resume", str(run_dir), "--bind", "train.steps=3"), "not prepared")
+    resumed = invoke("run", "--resume", str(run_dir), "--mock-data", "--bind", "train.steps=3")
+    assert resumed.exit_code == 0, resumed.output
+    assert "resumed from" in resumed.output
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    for command in ("eval", "audit"):
+        result = invoke(command, str(run_dir), "--mock-data")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.output)["step"] == 3
+
+
 def test_trainer_audit_refuses_bad_points():
     with pytest.raises(lipgan.errors.ConfigError, match=r"audit\(points=0\)"):
         make_trainer().audit(points=0)

@@ -12,7 +12,11 @@ from lipgan.models.activations import GroupSort
 from lipgan.testing import ConstraintConformance
 from lipgan_plugins.bcop import BCOPConv2D, bcop_polyphase_kernel
 from lipgan_plugins.bjorck import Bjorck
-from tests.helpers import assert_compiled_matches_eager
+from tests.helpers import (
+    assert_compiled_matches_eager,
+    bjorck_replica_spread,
+    critic_update_step,
+)
 
 
 def explicit_operator(layer, shape) -> np.ndarray:
@@ -94,22 +98,10 @@ def test_trained_dcgan_critic_stays_certified_and_near_orthogonal():
     constraint = Bjorck()
     shape = (16, 16, 3)
     critic = constraint.wrap_critic(dcgan_critic(shape, dim=4, activation="maxmin"))
-    opt = keras.optimizers.Adam(1e-2)
-    opt.build(critic.trainable_variables)
+    step = critic_update_step(critic, constraint)
     convs = [layer for layer in critic.layers if isinstance(layer, BCOPConv2D)]
     matrices = [m for conv in convs for m in conv._matrices()]
     before = [m.numpy().copy() for m in matrices]
-
-    @tf.function
-    def step(real, fake):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(critic(fake, training=True)) - tf.reduce_mean(
-                critic(real, training=True)
-            )
-        variables = critic.trainable_variables
-        opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
-        constraint.after_update(critic)
-
     rng = np.random.default_rng(0)
     for _ in range(10):
         real = rng.uniform(-1, 1, (16, *shape)).astype(np.float32)
@@ -178,14 +170,7 @@ class TestBjorckConvConformance(ConstraintConformance):
 def test_bcop_replicas_resync_after_one_drifts():
     """Replica 1's BCOP matrices are knocked off; after 2 iterations the copies agree exactly
     (each projected matrix is replica 0's on every replica), as dense Björck's kernels do."""
-    import json
-
-    from tests.conftest import REPO, run_python
-
-    done = run_python(REPO / "tests" / "bcop_sync_probe.py")
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stderr[-3000:]
-    spread = json.loads(lines[-1][len("RESULT ") :])
+    spread = bjorck_replica_spread("conv")
     assert spread["knocked"] > 1e-3
     assert spread["after"] == 0.0
 

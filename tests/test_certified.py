@@ -71,7 +71,11 @@ def test_critics_build_with_groupsort_and_keep_their_defaults():
 from lipgan.testing import ConstraintConformance  # noqa: E402
 from lipgan_plugins.aol import AOL, aol_rescale  # noqa: E402
 from lipgan_plugins.bjorck import Bjorck, bjorck_orthonormalize  # noqa: E402
-from tests.helpers import assert_compiled_matches_eager  # noqa: E402
+from tests.helpers import (  # noqa: E402
+    assert_compiled_matches_eager,
+    bjorck_replica_spread,
+    critic_update_step,
+)
 
 
 @pytest.mark.parametrize("order", [1, 2, 3])
@@ -162,20 +166,8 @@ def test_fast_bjorck_computes_with_the_stored_kernel_and_projects_it_after_updat
     critic = constraint.wrap_critic(mlp_critic((2,), width=32, depth=2, activation="maxmin"))
     wrapped = [layer for layer in critic.layers if hasattr(layer, "effective_kernel")]
     assert len(wrapped) == 3
-    opt = keras.optimizers.Adam(1e-2)
-    opt.build(critic.trainable_variables)
+    step = critic_update_step(critic, constraint)
     rng = np.random.default_rng(0)
-
-    @tf.function
-    def step(real, fake):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(critic(fake, training=True)) - tf.reduce_mean(
-                critic(real, training=True)
-            )
-        variables = critic.trainable_variables
-        opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
-        constraint.after_update(critic)
-
     for _ in range(30):
         step(
             tf.constant(rng.standard_normal((16, 2)), tf.float32),
@@ -230,14 +222,7 @@ def test_fast_bjorck_keeps_the_fixed_pair_gap_and_the_certificate():
 def test_bjorck_replicas_resync_after_one_drifts():
     """Replica 1's kernels are knocked off; after 2 iterations the copies agree exactly again
     (the projected kernel is replica 0's on every replica)."""
-    import json
-
-    from tests.conftest import REPO, run_python
-
-    done = run_python(REPO / "tests" / "bjorck_sync_probe.py")
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stderr[-3000:]
-    spread = json.loads(lines[-1][len("RESULT ") :])
+    spread = bjorck_replica_spread("dense")
     assert spread["knocked"] > 1e-3  # the probe really desynchronizes the replicas
     assert spread["after"] == 0.0
 
@@ -331,20 +316,9 @@ def _builtins():
 
 # -- after training: still 1-Lipschitz (deel-lip's criterion: empirical constant <= 1.02) -----------
 def _train_critic(critic, shape, steps=20, seed=0):
-    """A few aggressive WGAN critic steps (Adam 1e-2) on random real/fake data."""
-    opt = keras.optimizers.Adam(1e-2)
-    opt.build(critic.trainable_variables)
-
-    @tf.function
-    def step(real, fake):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(critic(fake, training=True)) - tf.reduce_mean(
-                critic(real, training=True)
-            )
-        opt.apply_gradients(
-            zip(tape.gradient(loss, critic.trainable_variables), critic.trainable_variables)
-        )
-
+    """A few aggressive WGAN critic steps (Adam 1e-2) on random real/fake data, with no
+    after_update: the construction alone must keep the critic 1-Lipschitz."""
+    step = critic_update_step(critic, constraint=None)
     rng = np.random.default_rng(seed)
     for _ in range(steps):
         real = tf.constant(rng.standard_normal((16, *shape)), tf.float32)
