@@ -28,6 +28,19 @@ def test_groupsort_is_a_permutation_within_groups(group_size):
     np.testing.assert_array_equal(jac.sum(axis=2), 1.0)
 
 
+def test_maxmin_jacobian_is_a_permutation_at_ties():
+    # A pair with equal values: a permutation Jacobian keeps every input's gradient (the earlier
+    # min/max form sent both outputs' gradients to the pair's first input and none to the second).
+    x = tf.constant([[1.0, 1.0, -2.0, 3.0, 0.5, -0.5], [0.0, 0.0, 2.0, 2.0, -1.0, 4.0]])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        out = GroupSort(2)(x)
+    np.testing.assert_array_equal(out.numpy(), np.sort(x.numpy().reshape(2, 3, 2), -1).reshape(2, 6))
+    jac = tape.batch_jacobian(out, x).numpy()
+    np.testing.assert_array_equal(jac.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(jac.sum(axis=2), 1.0)
+
+
 def test_groupsort_rejects_indivisible_width():
     with pytest.raises(ConfigError, match="divisible by group_size=4"):
         GroupSort(4)(np.zeros((2, 6), "float32"))

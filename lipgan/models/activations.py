@@ -20,6 +20,27 @@ from lipgan.errors import ConfigError
 ACTIVATIONS = ("relu", "leaky_relu", "groupsort", "maxmin")
 
 
+def _swap_pairs(x):
+    """``x`` with channels 2k and 2k + 1 exchanged (the last axis has an even length)."""
+    shape = ops.shape(x)
+    pairs = ops.reshape(x, (*shape[:-1], x.shape[-1] // 2, 2))
+    return ops.reshape(ops.flip(pairs, axis=-1), shape)
+
+
+def max_min(x):
+    """GroupSort with groups of 2 (MaxMin): channels (2k, 2k + 1) become (min, max) of the pair.
+
+    Each output is *selected* from ``x`` or its pair-swapped copy, so the values are exactly the
+    min and max and the Jacobian is a permutation (the identity on a pair at a tie). Full-width
+    passes only: the earlier form (strided slices of the pairs, ``minimum``/``maximum``, a stack)
+    took ~1.8× as long forward and backward, most of it in the strided slices' gradients.
+    """
+    swapped = _swap_pairs(x)
+    odd = ops.convert_to_tensor([False, True] * (x.shape[-1] // 2))
+    keep = ops.where(odd, x >= swapped, x <= swapped)  # already (min, max) where kept
+    return ops.where(keep, x, swapped)
+
+
 @keras.saving.register_keras_serializable(package="lipgan")
 class GroupSort(keras.layers.Layer):
     """Sort the last (channel) axis within consecutive groups of ``group_size`` (ascending)."""
@@ -41,15 +62,12 @@ class GroupSort(keras.layers.Layer):
     def call(self, inputs):
         if self.group_size == 1:
             return inputs
+        if self.group_size == 2:
+            return max_min(inputs)
         shape = ops.shape(inputs)
         channels = inputs.shape[-1]
         grouped = ops.reshape(inputs, (*shape[:-1], channels // self.group_size, self.group_size))
-        if self.group_size == 2:  # MaxMin: two elementwise ops, cheaper than a sort
-            a, b = grouped[..., 0], grouped[..., 1]
-            ordered = ops.stack([ops.minimum(a, b), ops.maximum(a, b)], axis=-1)
-        else:
-            ordered = ops.sort(grouped, axis=-1)
-        return ops.reshape(ordered, shape)
+        return ops.reshape(ops.sort(grouped, axis=-1), shape)
 
     def compute_output_shape(self, input_shape):
         return input_shape
