@@ -35,7 +35,9 @@ def test_maxmin_jacobian_is_a_permutation_at_ties():
     with tf.GradientTape() as tape:
         tape.watch(x)
         out = GroupSort(2)(x)
-    np.testing.assert_array_equal(out.numpy(), np.sort(x.numpy().reshape(2, 3, 2), -1).reshape(2, 6))
+    np.testing.assert_array_equal(
+        out.numpy(), np.sort(x.numpy().reshape(2, 3, 2), -1).reshape(2, 6)
+    )
     jac = tape.batch_jacobian(out, x).numpy()
     np.testing.assert_array_equal(jac.sum(axis=1), 1.0)
     np.testing.assert_array_equal(jac.sum(axis=2), 1.0)
