@@ -1,5 +1,6 @@
 """Fig. 1b's qualitative claim on a quick run, and the checks around it."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -101,3 +102,34 @@ def test_fig1a_construction_rows_train_maxmin_critics_that_stay_1_lipschitz(kind
     grads = diagnostics.gradient_norm_stats(critic, real, fig1.fixed_generator(real, rng), seed=0)
     assert grads["interp/mean"] <= 1.0 + 1e-3
     assert grads["interp/mean"] > 0.5
+
+
+def test_rows_cover_every_panel_once():
+    assert len(fig1.ROWS) == len(set(fig1.ROWS)) == 4 * 3 + 4
+    assert {(t, k) for part, t, k in fig1.ROWS if part == "a"} == {
+        (toy_set, kind) for toy_set, _ in fig1.TOY_SETS for kind in fig1.FIG1A_KINDS
+    }
+    assert {(k, c) for part, k, c in fig1.ROWS if part == "b"} == set(fig1.FIG1B_CONFIGS)
+
+
+@pytest.mark.slow
+def test_rows_in_worker_processes_give_the_serial_numbers():
+    tiny = dataclasses.replace(
+        fig1.QUICK, a_steps=2, a_width=16, grid=4, points=8, b_iterations=1, b_width=16
+    )
+    lines = []
+    serial = fig1.run_rows(tiny, lines.append, jobs=1)
+    parallel = fig1.run_rows(tiny, lines.append, jobs=2)
+    assert len(lines) == 2 * len(fig1.ROWS)
+
+    def leaves(tree):
+        if isinstance(tree, dict):
+            return [x for key in sorted(tree) for x in leaves(tree[key])]
+        if isinstance(tree, list):
+            return [x for item in tree for x in leaves(item)]
+        return [tree]
+
+    assert serial["fig1a"].keys() == parallel["fig1a"].keys()
+    assert serial["fig1b"]["max_over_min"].keys() == parallel["fig1b"]["max_over_min"].keys()
+    assert len(leaves(serial)) == len(leaves(parallel)) > 1000
+    np.testing.assert_allclose(leaves(parallel), leaves(serial), rtol=1e-4, atol=1e-6)
