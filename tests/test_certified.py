@@ -472,3 +472,26 @@ def test_groupsort_bjorck_expresses_the_lnets_potentials_that_norm_bound_relu_ca
     assert bjorck.critic_gap >= 0.95 * bjorck.w1
     assert abs(bjorck.critic_gap - bjorck.w1) <= abs(gp.critic_gap - gp.w1)
     assert sn.critic_gap <= 0.7 * sn.w1
+
+
+@pytest.mark.parametrize("second_order", [False, True])
+def test_orthogonal_matmul_gives_the_tangent_gradient_at_one_product(second_order):
+    """Square kernels in the projection mode: the one-product form of the tangent gradient
+    (plugins/bjorck.py, ``orthogonal_matmul``) equals ``orthonormal_tangent``'s at an orthogonal
+    kernel, also through an input-gradient penalty (a second derivative)."""
+    from lipgan_plugins.bjorck import orthogonal_matmul, orthonormal_tangent
+
+    rng = np.random.default_rng(4)
+    w = tf.Variable(np.linalg.qr(rng.standard_normal((16, 16)))[0])
+    x = tf.Variable(rng.standard_normal((8, 16)))
+    c = tf.constant(rng.standard_normal((8, 16)))
+    grads = []
+    for matmul in (orthogonal_matmul, lambda x, w: tf.matmul(x, orthonormal_tangent(w))):
+        with tf.GradientTape() as outer:
+            with tf.GradientTape() as inner:
+                loss = tf.reduce_sum(tf.tanh(matmul(x, w)) * c)
+            if second_order:
+                loss = tf.reduce_sum(inner.gradient(loss, x) ** 2)
+        grads.append(outer.gradient(loss, w).numpy())
+    np.testing.assert_allclose(grads[0], grads[1], atol=1e-10)
+    assert np.abs(grads[0]).max() > 0.1
