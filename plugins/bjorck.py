@@ -22,17 +22,18 @@ the series of λ^(−1/2)), and order 1 maps every σ ≤ 2 into (0, 1]: σ²g(�
   by ``projection`` order-1 steps of it. An optimizer step moves ``W`` a distance of the order of
   the learning rate off the orthonormal manifold, and one step from there lands within its square
   again, so the kernels stay orthonormal at the cost of two matrix products per layer and update
-  (:func:`projection_step`),
-  with no iterations in the forward pass. The gradient is the one LNets get by backpropagating
-  through iterations run to convergence, the polar factor's derivative at an orthonormal ``W``:
-  the tangent part ``G − W·sym(WᵀG)`` of the plain gradient (:func:`orthonormal_tangent`, two more
-  products; for a square kernel one, :func:`orthogonal_matmul`, since ``W·GᵀW`` is the product
-  of the input gradient and the output that backpropagation already has). With the plain gradient instead, the optimizer keeps pushing the kernels off the
-  manifold (a critic gains by scaling its weights up) and the projection keeps undoing it: on the
-  fixed pair of ``lipgan.testbeds`` (docs/plugins.md's setting) ‖∇D‖ ended at 0.9945 and the gap
-  0.6 % under W1, against 0.99995 and 0.05 % with the tangent gradient. Before each step
-  ``W`` is scaled down if a bound on its largest squared singular value (the largest absolute row
-  sum of its Gram matrix) exceeds 3.9, so the step's result has σ ≤ 1 whatever the optimizer did.
+  (:func:`projection_step`), with no iterations in the forward pass. The gradient is the one
+  LNets get by backpropagating through iterations run to convergence, the polar factor's
+  derivative at an orthonormal ``W``: the tangent part ``G − W·sym(WᵀG)`` of the plain gradient
+  (:func:`orthonormal_tangent`, two more products; for a square kernel one,
+  :func:`orthogonal_matmul`, since ``W·GᵀW`` is the product of the input gradient and the output
+  that backpropagation already has). With the plain gradient instead, the optimizer keeps
+  pushing the kernels off the manifold (a critic gains by scaling its weights up) and the
+  projection keeps undoing it: on the fixed pair of ``lipgan.testbeds`` (docs/plugins.md's
+  setting) ‖∇D‖ ended at 0.9945 and the gap 0.6 % under W1, against 0.99995 and 0.05 % with the
+  tangent gradient. The step is taken as it is when ``1 + ‖I − WᵀW‖_F`` (a bound on the largest
+  squared singular value) is at most 3.9; beyond that ``W`` is first scaled down by the largest
+  absolute row sum of its Gram matrix, so the step's result has σ ≤ 1 whatever the optimizer did.
   The critic that is trained, saved and evaluated is therefore the certified one; nothing else
   is kept. The new kernel is replica 0's on every replica (an all-reduce, as spectral norm's ``u``),
   so the replicas' copies cannot drift apart. A step is skipped when ‖I − WᵀW‖_F is already below
