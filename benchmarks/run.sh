@@ -49,7 +49,7 @@ lipgan bench --model dcgan --mode function --mode xla --measure penalty --measur
 # DCGAN full iterations (n_critic critic updates + 1 generator update) against keras-io (both forms).
 lipgan bench --model dcgan --mode function --mode xla --measure iteration --steps-per-execution 1 \
   $GP $EXTRA --out "$OUT/dcgan_iteration"
-# Certified constructions against none, GP and SN: critic steps only; Björck is Dense-only. bjorck is
+# Certified constructions against none, GP and SN: critic steps only. bjorck is
 # the default (one projection step per update), iterations=20,projection=0 the scheme before issue 26
 # (20 iterations in every forward pass, gradients through them; ~25x the plain step).
 lipgan bench --model toy --mode function --mode xla --measure critic_step --steps-per-execution 1 \
@@ -57,6 +57,10 @@ lipgan bench --model toy --mode function --mode xla --measure critic_step --step
   --constraint aol --constraint bjorck --constraint bjorck:projection=2 \
   --constraint bjorck:iterations=20,projection=0 --constraint bjorck:iterations=5,projection=0 \
   $EXTRA --out "$OUT/certified"
+# The DCGAN critic's two certified options, AOL and Björck (BCOP orthogonal convolutions), against
+# none and GP: critic steps in the default mode.
+lipgan bench --model dcgan --measure critic_step --repetitions 9 --no-keras-io --constraint none \
+  --constraint gradient_penalty --constraint aol --constraint bjorck $EXTRA --out "$OUT/dcgan_bjorck"
 # bf16 critic steps, toy and DCGAN: none and GP (all rows on native-bf16 CPUs are in the toy run).
 lipgan bench --model toy --model dcgan --mode function+bf16 --mode xla+bf16 --measure critic_step \
   --no-keras-io --constraint none --constraint gradient_penalty $EXTRA --out "$OUT/bf16"

@@ -8,7 +8,10 @@ NaN stops training with lipgan.errors.NonFiniteLossError naming the term and the
 
 The habits shown: a factory for each model (the seed then draws the initial weights; a model given
 as an object keeps its own), the generator's keras.Input shape setting the latent size, Keras-style
-callbacks (on_evaluate) and fit(verbose=0), which prints nothing.
+callbacks (on_evaluate), fit(verbose=0), which prints nothing, evaluate() and audit() beside
+sample(), and a run dir that describes itself: `lipgan eval/sample/audit OUT_DIR/run` and
+`lipgan run --resume OUT_DIR/run --bind train.steps=N` work on it without this script.
+A notebook session step by step, with tfds-style data: examples/notebook_walkthrough.py.
 """
 
 import sys
@@ -55,7 +58,7 @@ def main(out: Path, steps: int = 600) -> lipgan.TrainState:
         constraint=GradientPenalty(weight=0.1),  # λ for the toy sets (official gan_toy.py)
         critic_optimizer=keras.optimizers.Adam(5e-4, beta_1=0.5, beta_2=0.9),
         generator_optimizer=keras.optimizers.Adam(5e-4, beta_1=0.5, beta_2=0.9),
-        step=lipgan.StepConfig(global_batch_size=256, n_critic=5, seed=0),
+        step_config=lipgan.StepConfig(global_batch_size=256, n_critic=5, seed=0),
         intervals=lipgan.Intervals(
             log_every=steps // 3,
             eval_every=steps // 2,
@@ -71,6 +74,11 @@ def main(out: Path, steps: int = 600) -> lipgan.TrainState:
     plt.title(f"lipgan, step {state.step}")
     plt.savefig(out / "samples.png", dpi=100)
     print(f"{out / 'samples.png'}; metrics: {trainer.evaluate()}")
+    bounds = trainer.audit()
+    print(
+        f"Lipschitz constant of the critic: >= {bounds['lower_bound']:.2f} (lipgan audit's bound)"
+    )
+    print(f"the CLI takes it from here: lipgan eval {out / 'run'}")
     return state
 
 

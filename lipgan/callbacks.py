@@ -12,11 +12,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lipgan.trainer import TrainState
+    from lipgan.loop import TrainState
 
 
 class Callback:
-    """Subclass and override the hooks you need (each does nothing by default)."""
+    """Subclass and override the hooks you need (each does nothing by default).
+
+    :meth:`lipgan.Trainer.fit` gives each callback the trainer it fits (:meth:`set_trainer`, as
+    Keras' ``set_model``) before :meth:`on_train_begin`: ``self.trainer`` holds its models, its
+    settings and whether this process is the chief.
+    """
+
+    trainer = None
+
+    def set_trainer(self, trainer) -> None:
+        """Called by :meth:`lipgan.Trainer.fit` with the trainer being fit."""
+        self.trainer = trainer
 
     def on_train_begin(self, step: int, steps: int) -> None:
         """Once per :meth:`fit` call, before the first iteration: training resumes at ``step``

@@ -198,16 +198,21 @@ def _call(fn, mock_data: bool, **kwargs):
         return fn(**kwargs)
 
 
-def _run_config(run_dir: Path, option: str) -> Path:
-    """``run_dir/config.gin``, or a one-line error saying why ``run_dir`` is not a run dir."""
+def _run_config(run_dir: Path, option: str) -> Path | None:
+    """``run_dir/config.gin``; None for a run written from Python (``trainer.json``,
+    :mod:`lipgan.architecture`); or a one-line error saying why ``run_dir`` is not a run dir."""
+    from lipgan.architecture import TRAINER, describes
     from lipgan.rundir import CONFIG
 
     if not run_dir.is_dir():
         raise ConfigError(f"{option} {run_dir}: no such run directory")
     config = run_dir / CONFIG
     if not config.is_file():
+        if describes(run_dir):
+            return None
         raise ConfigError(
-            f"{option} {run_dir}: no {CONFIG} there, so it is not a lipgan run directory"
+            f"{option} {run_dir}: no {CONFIG} or {TRAINER} there, so it is not a lipgan run "
+            "directory"
         )
     return config
 
@@ -257,6 +262,12 @@ def run(
                 "--resume DIR already names the run dir; drop --run-dir or make them equal"
             )
         run_dir = resume_dir
+        if config_file is None:  # written from Python: trainer.json and the models' files
+            state = _resume_python(
+                run_dir, gin_files, bindings, strategy_name, force, quiet, disabled
+            )
+            _summarize(state, run_dir, quiet)
+            return
         gin_files = list(gin_files) or [str(config_file)]
     discovery = _discover(disabled)
     gin_files = list(gin_files) or [DEFAULT_CONFIG]
@@ -265,26 +276,53 @@ def run(
     check_location(run_dir)
     from lipgan import config
 
-    _call(
+    state = _call(
         config.train_configured,
         mock_data,
         run_dir=run_dir,
         force=force,
         progress=for_terminal(quiet),
     )
-    if quiet:
-        click.echo(str(run_dir))
+    _summarize(state, run_dir, quiet)
 
 
-def _load_run(run_dir: Path, bindings, mock_data: bool, disabled):
+def _summarize(state, run_dir: Path, quiet: bool) -> None:
+    """The run's last line: its last evaluation (:func:`lipgan.evaluation.summary_line`), or with
+    --quiet the run dir alone."""
+    from lipgan.evaluation import summary_line
+
+    click.echo(str(run_dir) if quiet else summary_line(state.history, run_dir))
+
+
+def _resume_python(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled):
+    """``lipgan run --resume DIR`` on a run dir written by ``Trainer.fit`` (no config.gin)."""
+    from lipgan.progress import for_terminal
+    from lipgan.run import load_run_dir
+
+    if gin_files:
+        raise ConfigError(
+            f"--resume {run_dir}: written from Python (no config.gin), so it takes no --gin; "
+            "extend it with --bind train.steps=N"
+        )
+    registry = _discover(disabled).registry
+    strategy = registry.get("strategy", strategy_name)() if strategy_name else None
+    trainer, steps = load_run_dir(run_dir, registry, resume=True, bound=bindings, strategy=strategy)
+    return trainer.fit(steps, run_dir=run_dir, force=force, progress=for_terminal(quiet))
+
+
+def _load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: bool = True):
     """The Trainer of ``run_dir`` (its own config, default strategy) with its latest checkpoint."""
     from lipgan import config
+    from lipgan.run import load_run_dir
 
     config_file = _run_config(run_dir, "RUN_DIR")
     discovery = _discover(disabled)
     # Evaluation and sampling run where the user is, not where the run trained (maybe a TPU).
-    _parse(discovery, [str(config_file)], [*bindings, "train.strategy = @default()"])
-    trainer = _call(config.build_trainer, mock_data)
+    if config_file is None:  # written from Python
+        trainer, _ = load_run_dir(run_dir, discovery.registry, need_data=need_data, bound=bindings)
+    else:
+        _parse(discovery, [str(config_file)], [*bindings, "train.strategy = @default()"])
+        trainer = _call(config.build_trainer, mock_data)
     step = trainer.restore(run_dir, lambda line: click.echo(line, err=True))
     return trainer, step
 
@@ -334,20 +372,8 @@ def eval_command(run_dir, num_samples, bindings, mock_data, disabled):
 )
 def audit_command(run_dir, points, seed, mock_data, disabled):
     """Lipschitz audit of the latest checkpoint of RUN_DIR (lower and upper bounds), as JSON."""
-    from lipgan import evaluation
-    from lipgan.audit import audit
-
     trainer, step = _load_run(run_dir, [], mock_data, disabled)
-    seed = trainer.seed if seed is None else seed
-    real = _call(
-        evaluation.real_samples,
-        mock_data,
-        dataset=trainer.dataset,
-        n=points,
-        batch_size=trainer.global_batch_size,
-        seed=seed,
-    )
-    result = audit(trainer, real, trainer.sample(points, seed), seed=seed)
+    result = _call(trainer.audit, mock_data, points=points, seed=seed)
     click.echo(json.dumps({"run_dir": str(run_dir), "step": step, **result}, indent=2))
 
 
@@ -379,7 +405,7 @@ def sample(run_dir, num, out, seed, disabled):
     npz = out if out.suffix == ".npz" else out.with_name(out.name + ".npz")
     if npz.parent.exists() and not npz.parent.is_dir() or npz.is_dir():
         raise ConfigError(f"--out {out}: cannot write {npz} there")
-    trainer, step = _load_run(run_dir, [], False, disabled)
+    trainer, step = _load_run(run_dir, [], False, disabled, need_data=False)
     seed = trainer.seed if seed is None else seed
     samples = trainer.sample(num, seed)
     png = evaluation.render(trainer.wgan, samples, title=f"{run_dir.name} step {step}")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.resources
-import inspect
 import logging
 import math
 import re
@@ -21,10 +20,18 @@ import keras
 
 import gin
 from lipgan import models
+from lipgan.callbacks import Callback
 from lipgan.data import pipeline
 from lipgan.errors import ConfigError
 from lipgan.ranges import out_of_range
 from lipgan.registry import Registry
+from lipgan.rundir import (
+    CONFIG,
+    RunDir,
+    config_differences,
+    different_config,
+    legacy_config_differences,
+)
 
 _REGISTERED = False
 
@@ -97,42 +104,60 @@ def _expose_plugins(registry: Registry) -> None:
             _PLUGIN_CONFIGURABLES[name] = cls
 
 
+class GinRecord(Callback):
+    """The CLI's gin record in the run dir, a :meth:`lipgan.Trainer.fit` callback (fit knows no gin).
+
+    When training starts, ``config.gin``: the files and bindings as parsed, what ``--resume``
+    re-reads. When it ends, ``operative_config.gin``: every parameter actually used, defaults
+    included. Written by the chief only. A ``config.gin`` replaced with ``--force`` by one that
+    differs in what a step computes is kept as ``config-before-<step>.gin``, beside
+    ``settings-before-<step>.json``.
+    """
+
+    def __init__(self, run_dir, force: bool = False):
+        self.run_dir = Path(run_dir)
+        self.force = force
+        self.text = gin.config_str()
+
+    def _chief(self) -> bool:
+        return self.trainer is None or self.trainer.chief
+
+    def on_train_begin(self, step: int, steps: int) -> None:
+        if not self._chief():
+            return
+        run = RunDir(self.run_dir)
+        old = run.saved_config()
+        replaced = (
+            self.force
+            and old is not None
+            and bool(run.checkpoint_steps())
+            and bool(config_differences(old, self.text))
+        )
+        run.write_record(CONFIG, self.text, step, replaced)
+
+    def on_train_end(self, state) -> None:
+        if self._chief():
+            RunDir(self.run_dir).write_operative_config(gin.operative_config_str())
+
+
 def train_configured(*, run_dir, force: bool = False, progress=None):
-    """Call the gin-configured root ``train`` with the run dir's gin record: ``lipgan run``'s call."""
+    """Call the gin-configured root ``train`` on ``run_dir``, recording the config there
+    (:class:`GinRecord`): ``lipgan run``'s call, and a study cell's.
+
+    A run dir written before ``settings.json`` existed is compared here by its ``config.gin``
+    (:func:`lipgan.rundir.legacy_config_differences`), since fit compares settings records only;
+    once it matches (or with ``force``), fit continues it and records its settings.
+    """
     from lipgan import run
 
+    legacy = legacy_config_differences(run_dir, gin.config_str())
+    if legacy and not force:
+        raise different_config(run_dir, legacy)
     return gin.get_configurable(run.train)(
         run_dir=str(run_dir),
-        force=force,
+        force=force or legacy is not None,  # checked above: there is no settings.json to compare
         progress=progress,
-        config_text=gin.config_str(),
-        operative_config=gin.operative_config_str,
-    )
-
-
-def fit_configured(trainer, *, run_dir, progress=None):
-    """:func:`train_configured` for a trainer already built by :func:`build_trainer`: the same
-    ``fit`` call with the same gin record, for a caller that needs the trainer while it trains
-    (the study's cells evaluate between compiled calls, ``lipgan.study.cell``)."""
-    from lipgan import run
-
-    values = gin.get_bindings(run.train)
-    run.check_parameter_types(values)
-
-    def operative() -> str:
-        # gin records a configurable's parameters when gin calls it; ``train`` was not called
-        # here, so its bound values are appended as the config states them.
-        bound = [line for line in gin.config_str().splitlines() if line.startswith("train.")]
-        return (
-            gin.operative_config_str() + "\n# Parameters for train (as bound):\n" + "\n".join(bound)
-        )
-
-    return trainer.fit(
-        int(values.get("steps", inspect.signature(run.train).parameters["steps"].default)),
-        run_dir=str(run_dir),
-        progress=progress,
-        config_text=gin.config_str(),
-        operative_config=operative,
+        callbacks=[GinRecord(run_dir, force)],
     )
 
 
@@ -150,7 +175,8 @@ def query(gin_files: list[str], name: str, registry: Registry):
 def build_trainer():
     """The :class:`lipgan.Trainer` that the parsed config describes, built but not trained.
 
-    What ``lipgan eval`` / ``sample`` use: the ``train`` bindings, minus those of a ``fit`` call.
+    What ``lipgan eval`` / ``sample`` use: the ``train`` bindings, minus those of a ``fit`` call
+    (:func:`lipgan.run.trainer_from_settings`).
     """
     from lipgan import run
 

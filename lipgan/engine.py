@@ -28,6 +28,7 @@ from lipgan.constraint import Constraint, StepContext
 from lipgan.errors import ConfigError, NonFiniteLossError, PluginError
 from lipgan.jit import resolve_jit_compile
 from lipgan.models.checks import warn_if_batch_norm
+from lipgan.ranges import check_int
 
 METRICS = ("critic_loss", "wasserstein", "penalty", "generator_loss")
 
@@ -69,20 +70,23 @@ class LoopResult(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class StepConfig:
-    """The static parameters of the step (changing any of them means a new compiled function)."""
+    """The static parameters of the step (changing any of them means a new compiled function).
 
-    global_batch_size: int
+    The one definition of these settings and their defaults: ``lipgan run``'s ``train.n_critic``
+    etc. are these fields (:mod:`lipgan.run` builds the gin root from them). The defaults are
+    Gulrajani et al. 2017's toy setup (batch 256, 5 critic updates per generator update).
+    """
+
+    global_batch_size: int = 256
     n_critic: int = 5
     seed: int = 0
     jit_compile: bool | str = "auto"  # see lipgan.jit.resolve_jit_compile
     mixed_precision: str | None = None
 
     def __post_init__(self):
-        if self.global_batch_size < 1 or self.n_critic < 1:
-            raise ConfigError(
-                f"train.global_batch_size and train.n_critic must be >= 1, got "
-                f"{self.global_batch_size} and {self.n_critic}"
-            )
+        check_int(self.global_batch_size, "global_batch_size", minimum=1)
+        check_int(self.n_critic, "n_critic", minimum=1)
+        check_int(self.seed, "seed")
         if self.mixed_precision not in PRECISIONS:
             hint = (
                 "; mixed_float16 needs loss scaling, which WGAN losses with a gradient penalty do "
@@ -94,6 +98,35 @@ class StepConfig:
                 f"train.mixed_precision={self.mixed_precision!r} is not supported; choose one of "
                 f"None, 'float32', 'mixed_bfloat16'{hint}"
             )
+
+
+@dataclasses.dataclass(frozen=True)
+class Intervals:
+    """What the host loop does between compiled calls, and how often (in steps; 0 = never).
+
+    The one definition of these settings and their defaults (``lipgan run``'s ``train.log_every``
+    etc. are these fields, :mod:`lipgan.run`). None of these change what a step computes, so they may change when a run is resumed.
+    ``steps_per_execution`` is how many iterations one compiled call runs (the host loop that keeps
+    TPUs busy); each call still ends on the next interval boundary.
+    """
+
+    log_every: int = 100
+    checkpoint_every: int = 1000
+    max_checkpoints: int = 3
+    diagnostics_every: int = 0
+    eval_every: int = 0
+    eval_samples: int = 2048
+    histogram_every: int = 0
+    plot_samples: int = 1024
+    steps_per_execution: int = 1
+
+    def __post_init__(self):
+        for name in ("log_every", "max_checkpoints", "steps_per_execution"):
+            check_int(getattr(self, name), name, minimum=1)
+        for name in ("checkpoint_every", "diagnostics_every", "eval_every", "histogram_every"):
+            check_int(getattr(self, name), name, minimum=0, note=" (0 = off)")
+        check_int(self.eval_samples, "eval_samples", minimum=2)
+        check_int(self.plot_samples, "plot_samples", minimum=0, note=" (0 = off)")
 
 
 PRECISIONS = (None, "float32", "mixed_bfloat16")
@@ -241,6 +274,7 @@ class WGAN:
                 f"{self.data_shape}; fix the model or dataset settings"
             )
         self._loop = None
+        self._critic_gradient_fns: dict[int, Callable] = {}
 
     # -- the per-replica step ---------------------------------------------------------------
     def context(self, step, phase: int) -> StepContext:
@@ -256,10 +290,15 @@ class WGAN:
         )
 
     def average(self, per_example: tf.Tensor) -> tf.Tensor:
-        """Sum over this replica's examples divided by the *global* batch size."""
-        return tf.nn.compute_average_loss(
-            per_example, global_batch_size=self.config.global_batch_size
-        )
+        """Sum over this replica's examples divided by the *global* batch size.
+
+        What ``tf.nn.compute_average_loss(per_example, global_batch_size=B)`` computes (a sum, then
+        ``div_no_nan`` by B), without its three ``tf.debugging`` checks on B: those are Assert ops,
+        which XLA drops with an "Ignoring Assert operator" line per loss and compilation. B is a
+        Python int checked on the host (``StepConfig``), so the checks had nothing to catch.
+        """
+        loss = tf.reduce_sum(per_example)
+        return tf.math.divide_no_nan(loss, tf.cast(self.config.global_batch_size, loss.dtype))
 
     def critic_loss_and_gradients(self, real: tf.Tensor, ctx: StepContext):
         """This replica's critic loss (globally scaled), its gradients, and metrics."""
@@ -467,11 +506,17 @@ class WGAN:
         """All-reduced critic loss and gradients for one global batch, without updating anything.
 
         Exactly what the optimizer would receive; used by replica-invariance tests and diagnostics.
+        The step is a tensor, as in training, so one traced function per ``phase`` serves every
+        step (a lazy penalty's schedule included) instead of a trace per call.
         """
         real = next(self.distribute(tf.data.Dataset.from_tensors(real_global_batch)))
+        if phase not in self._critic_gradient_fns:
+            self._critic_gradient_fns[phase] = self._build_critic_gradients(phase)
+        return self._critic_gradient_fns[phase](real, tf.constant(step, tf.int64))
 
+    def _build_critic_gradients(self, phase: int):
         @tf.function
-        def compute(real):
+        def compute(real, step):
             def fn(real):
                 grads, metrics, _ = self.critic_loss_and_gradients(real, self.context(step, phase))
                 return grads, metrics["critic_loss"]
@@ -480,4 +525,4 @@ class WGAN:
             reduce = lambda v: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)  # noqa: E731
             return [reduce(g) for g in grads], reduce(loss)
 
-        return compute(real)
+        return compute

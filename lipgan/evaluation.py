@@ -184,3 +184,28 @@ def render(wgan, fake: np.ndarray, real: np.ndarray | None = None, title: str = 
     else:
         return None
     return buffer.getvalue()
+
+
+def summary_line(history: list[dict], run_dir=None) -> str:
+    """One line with the headline numbers of the last evaluation in ``history`` (a fit's rows):
+    modes and high quality (PacGAN's protocol) on the Gaussian mixtures, W1 and its real-vs-real
+    floor, FD/KID on digits, FID/KID on images; ``lipgan run`` ends with it."""
+    rows = [row for row in history if any(k.startswith("eval/") for k in row)]
+    if not rows:
+        where = f" {run_dir}" if run_dir is not None else " RUN_DIR"
+        return f"no evaluation in this call (train.eval_every); measure the run with `lipgan eval{where}`"
+    row = {k.removeprefix("eval/"): v for k, v in rows[-1].items()}
+    parts = []
+    if "modes_covered" in row:
+        parts.append(f"{row['modes_covered']}/{row['num_modes']} modes")
+        parts.append(f"{100 * row['high_quality_fraction']:.1f} % high quality")
+    for key, label in (("w1", "W1"), ("sliced_w1", "sliced W1")):
+        if key in row:
+            floor = f" (floor {row[key + '_floor']:.3g})" if key + "_floor" in row else ""
+            parts.append(f"{label} {row[key]:.3g}{floor}")
+    for key, label in (("digits_fd", "digits FD"), ("fid", "FID")):
+        if key in row:
+            parts.append(f"{label} {row[key]:.3g}")
+    if not parts and "critic_wasserstein" in row:
+        parts.append(f"critic W1 estimate {row['critic_wasserstein']:.3g}")
+    return f"last evaluation (step {row['step']}): " + ", ".join(parts)

@@ -1,13 +1,19 @@
-"""The ranges optimizer settings must lie in, checked before a run writes anything.
+"""The ranges settings must lie in, checked before a run writes anything.
 
 One table for both entry points: :class:`lipgan.Trainer` checks its optimizers' Keras configs,
 ``lipgan run`` checks the gin bindings (``--bind 'critic/linear_decay.initial_learning_rate=-5e-4'``)
-in :func:`lipgan.config.check_finite`. No TensorFlow import: the CLI checks before building anything.
+in :func:`lipgan.config.check_finite`. The run's own integer and boolean settings are checked where
+they are defined (:class:`lipgan.StepConfig`, :class:`lipgan.Intervals`, :meth:`lipgan.Trainer.fit`)
+with :func:`check_int` and :func:`check_bool`, so Python and gin get the same one-line error. No
+TensorFlow import: the CLI checks before building anything.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
+
+from lipgan.errors import ConfigError
 
 #: Optimizer settings (by their Keras config names) and the range each must lie in: a negative
 #: learning rate trains the critic *away* from the Wasserstein estimate without any error. A learning
@@ -43,3 +49,20 @@ def out_of_range(name: str, value) -> str | None:
     above, below, rule = OPTIMIZER_RANGES[name]
     too_low = value <= above if above is not None else value < 0
     return rule if too_low or (below is not None and value >= below) else None
+
+
+def check_int(value, name: str, minimum: int | None = None, note: str = "") -> None:
+    """Raise :class:`ConfigError` unless ``value`` is an integer (>= ``minimum``), named as the gin
+    binding that sets it (``train.n_critic=2.5 is invalid: ...``)."""
+    is_int = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if is_int and (minimum is None or value >= minimum):
+        return
+    rule = "must be an integer" + (f" >= {minimum}" if minimum is not None else "") + note
+    given = "" if is_int else f" (a {type(value).__name__} was given)"
+    raise ConfigError(f"train.{name}={value!r} is invalid: {rule}{given}")
+
+
+def check_bool(value, name: str) -> None:
+    """Raise :class:`ConfigError` unless ``value`` is True or False (``1`` is not)."""
+    if not isinstance(value, bool) and type(value).__name__ != "bool_":  # NumPy's bool too
+        raise ConfigError(f"train.{name}={value!r} is invalid: must be True or False")

@@ -216,6 +216,9 @@ class KernelConstruction(Constraint):
         raise NotImplementedError
 
     def wrap_critic(self, critic):
+        from lipgan.models.checks import hint_if_relu
+
+        hint_if_relu(critic, self.name or type(self).__name__)  # recommended_activation, once
         return wrap_layers(critic, self.wrap_layer)
 
     def lipschitz_bound(self, critic):

@@ -1,526 +1,124 @@
-"""``train``: the gin root of ``lipgan run``, and the host loop every run goes through.
+"""``train``: the gin root of ``lipgan run``, generated from the Python API's own definitions.
 
-:func:`train` takes the flat ``train.*`` settings that gin files bind and hands them to the Python
-API (:class:`lipgan.Trainer`); the CLI passes the gin record (``config.gin``, the operative config)
-as plain text, so this module does not import gin.
-
-Order matters for "nothing half-written": the strategy, the data and the models are created and the
-run dir is checked (location, settings, checkpoints) before anything is written, so a configuration
-error leaves no trace on disk and a refused run dir is left as it was.
-
-The loop between compiled calls is where the lifecycle lives: the non-finite guard (in-graph, every
-iteration), interval checkpoints, logging, diagnostics, evaluation, weight histograms, callbacks and
-graceful SIGINT/SIGTERM stops. Each compiled call ends exactly on the next interval boundary, so none
-of this depends on ``steps_per_execution``.
+Every ``train.*`` binding is a parameter of the Python API, and its default is defined there
+once: the :class:`lipgan.Trainer` keywords (``train.constraint``, ``train.checkpoint_input``...),
+the fields of :class:`lipgan.StepConfig` (``train.n_critic``, ``train.seed``...) and of
+:class:`lipgan.Intervals` (``train.log_every``...), and :meth:`lipgan.Trainer.fit`'s keywords
+(``run_dir``, ``force``, ``callbacks``...). :data:`train`'s signature is built from them, so gin
+checks binding names and records defaults (``operative_config.gin``) from the same source, and a
+new field is a new binding with nothing else to edit. This module does not import gin (the CLI's
+gin record is written by :class:`lipgan.config.GinRecord`, a fit callback).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
-import sys
-from collections.abc import Callable
-from pathlib import Path
 
-import numpy as np
-import tensorflow as tf
-
-from lipgan.checkpoint import RunCheckpoint, checkpointable
+from lipgan import architecture
 from lipgan.engine import StepConfig
-from lipgan.errors import (
-    CheckpointError,
-    ConfigError,
-    DatasetError,
-    Interrupted,
-    LipganError,
-    NonFiniteLossError,
-)
-from lipgan.interrupt import StopRequests
-from lipgan.progress import Progress
-from lipgan.rundir import SAMPLES, RunDir
-from lipgan.trainer import Callback, Intervals, Trainer, TrainState
+from lipgan.errors import ConfigError
+from lipgan.trainer import Intervals, Trainer, TrainState
+
+#: The one setting of ``train`` that is none of the API's: how many iterations ``lipgan run``
+#: trains when a config does not say (``train.steps``; ``fit(steps)`` takes it as an argument).
+STEPS = 1000
+
+#: ``train`` names that differ from the Trainer keyword they set (every shipped config binds
+#: ``train.dataset``).
+GIN_NAMES = {"data": "dataset"}
+
+#: The Trainer keywords that are not ``train`` parameters: the groups whose fields are (and the
+#: deprecated alias of one).
+_GROUPS = {"step_config": StepConfig, "intervals": Intervals}
+_NOT_BOUND = {"self", "step", *_GROUPS}
 
 
-def warn(message: str) -> None:
-    """Warnings go to stderr whatever the progress display (even with --quiet)."""
-    print(message, file=sys.stderr, flush=True)
+def _parameters() -> dict[str, tuple[str, inspect.Parameter]]:
+    """``{train name: (where it goes, parameter)}``, in the order of ``train``'s signature."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    found = []
+    for name, parameter in inspect.signature(Trainer.__init__).parameters.items():
+        if name not in _NOT_BOUND:
+            found.append((GIN_NAMES.get(name, name), "trainer", parameter.replace(kind=keyword)))
+    for group, cls in _GROUPS.items():
+        for field in dataclasses.fields(cls):
+            parameter = inspect.Parameter(field.name, keyword, default=field.default)
+            found.append((field.name, group, parameter.replace(annotation=field.type)))
+    steps = inspect.Parameter("steps", keyword, default=STEPS, annotation="int")
+    found.append(("steps", "fit", steps))
+    for name, parameter in inspect.signature(Trainer.fit).parameters.items():
+        if name not in ("self", "steps"):
+            found.append((name, "fit", parameter.replace(kind=keyword)))
+    out = {}
+    for name, where, parameter in found:
+        if name in out:  # a field named like a keyword: one train.X cannot set both
+            raise TypeError(f"train.{name} would set both {out[name][0]} and {where}")
+        out[name] = (where, parameter)
+    return out
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+PARAMETERS = _parameters()
 
 
-#: ``train`` parameters that must be integers, and those that must be booleans: checked before
-#: anything is built or written, so ``train.n_critic=2.5`` is one line and not a failed first step.
-INTEGER_PARAMETERS = (
-    "steps",
-    "global_batch_size",
-    "n_critic",
-    "seed",
-    "steps_per_execution",
-    "log_every",
-    "checkpoint_every",
-    "max_checkpoints",
-    "plot_samples",
-    "diagnostics_every",
-    "eval_every",
-    "eval_samples",
-    "histogram_every",
-)
-BOOLEAN_PARAMETERS = ("checkpoint_input", "force")  # jit_compile ('auto' too): lipgan.jit
+def group_settings(settings: dict) -> tuple[dict, dict]:
+    """Flat ``train.*`` values -> (the :class:`~lipgan.Trainer`'s keywords, ``fit``'s).
+
+    Grouped as the Python API groups them: the step's static parameters into a
+    :class:`~lipgan.StepConfig`, the host loop's cadence into :class:`~lipgan.Intervals`. Only the
+    values given are passed: every default is the API's own.
+    """
+    unknown = sorted(set(settings) - set(PARAMETERS))
+    if unknown:
+        raise TypeError(f"train() got unexpected settings: {', '.join(unknown)}")
+    for name, (_, parameter) in PARAMETERS.items():
+        if parameter.default is inspect.Parameter.empty and name not in settings:
+            raise ConfigError(f"train.{name} is not set; bind it in a config (see gin/*.gin)")
+    trainer: dict = {}
+    groups: dict[str, dict] = {group: {} for group in _GROUPS}
+    fit: dict = {}
+    for key, value in settings.items():
+        where, parameter = PARAMETERS[key]
+        if where == "trainer":
+            trainer[parameter.name] = value
+        elif where == "fit":
+            fit[key] = value
+        else:
+            groups[where][key] = value
+    for group, cls in _GROUPS.items():
+        trainer[group] = cls(**groups[group])
+    return trainer, fit
 
 
-def check_parameter_types(values: dict) -> None:
-    """Raise :class:`ConfigError` naming the first ``train.*`` value of the wrong type."""
-    for name in INTEGER_PARAMETERS:
-        if name in values and not _is_int(values[name]):
-            raise ConfigError(
-                f"train.{name}={values[name]!r} is invalid: must be an integer "
-                f"(a {type(values[name]).__name__} was given)"
-            )
-    for name in BOOLEAN_PARAMETERS:
-        if name in values and not isinstance(values[name], (bool, np.bool_)):
-            raise ConfigError(f"train.{name}={values[name]!r} is invalid: must be True or False")
+def trainer_from_settings(settings: dict) -> Trainer:
+    """A :class:`lipgan.Trainer` from flat ``train.*`` settings (``fit``'s are left out).
+
+    What ``lipgan eval``/``sample`` build from a run's config (without training it).
+    """
+    return Trainer(**group_settings(settings)[0])
 
 
-def train(
-    *,
-    dataset: Callable,
-    critic: Callable,
-    generator: Callable,
-    constraint,
-    strategy,
-    critic_optimizer: Callable,
-    generator_optimizer: Callable,
-    steps: int = 1000,
-    global_batch_size: int = 256,
-    n_critic: int = 5,
-    seed: int = 0,
-    steps_per_execution: int = 1,
-    jit_compile: bool | str = "auto",
-    mixed_precision: str | None = None,
-    log_every: int = 100,
-    checkpoint_every: int = 1000,
-    max_checkpoints: int = 3,
-    plot_samples: int = 1024,
-    diagnostics_every: int = 0,
-    eval_every: int = 0,
-    eval_samples: int = 2048,
-    histogram_every: int = 0,
-    inception_weights: str | None = None,
-    checkpoint_input: bool = True,
-    run_dir: str | None = None,
-    force: bool = False,
-    progress: Progress | None = None,
-    config_text: str | None = None,
-    operative_config: Callable[[], str] | None = None,
-) -> TrainState:
+def load_run_dir(run_dir, registry, **options) -> tuple[Trainer, int]:
+    """(the :class:`lipgan.Trainer` a run dir written from Python describes, the steps to train
+    to): :func:`lipgan.architecture.trainer_arguments` (``options`` are its own), built."""
+    arguments, steps = architecture.trainer_arguments(run_dir, registry, **options)
+    return Trainer(**arguments), steps
+
+
+def train(**settings) -> TrainState:
     """Train a WGAN from flat settings (the gin root ``train``); see :class:`lipgan.Trainer`.
 
     ``steps`` counts generator updates (each preceded by ``n_critic`` critic updates). Models,
     optimizers and the dataset are *factories* (``@mlp_critic``, ``@critic/Adam``, ``@dataset()``),
-    called inside ``strategy.scope()``. The intervals (0 = never) are those of :class:`Intervals`.
+    called inside ``strategy.scope()``. The other parameters and their defaults are those of
+    :class:`lipgan.Trainer`, :class:`lipgan.StepConfig`, :class:`lipgan.Intervals` and
+    :meth:`lipgan.Trainer.fit` (``inspect.signature(train)`` lists them).
     """
-    check_parameter_types(
-        {name: value for name, value in locals().items() if name in INTEGER_PARAMETERS}
-        | {"checkpoint_input": checkpoint_input, "force": force}
-    )
-    return trainer_from_settings(locals()).fit(
-        steps,
-        run_dir=run_dir,
-        force=force,
-        progress=progress,
-        config_text=config_text,
-        operative_config=operative_config,
-    )
+    trainer, fit = group_settings(settings)
+    return Trainer(**trainer).fit(fit.pop("steps", STEPS), **fit)
 
 
-#: Parameters of :func:`train` that describe one ``fit`` call rather than the trainer.
-_FIT_ARGUMENTS = ("steps", "run_dir", "force", "progress", "config_text", "operative_config")
-
-
-def trainer_from_settings(settings: dict) -> Trainer:
-    """A :class:`lipgan.Trainer` from flat ``train.*`` settings (:func:`train`'s defaults fill in).
-
-    Grouped as the Python API groups them: the step's static parameters into a
-    :class:`~lipgan.engine.StepConfig`, the host loop's cadence into :class:`Intervals`. What
-    ``lipgan eval``/``sample`` build from a run's config (without training it).
-    """
-    values = {
-        name: parameter.default
-        for name, parameter in inspect.signature(train).parameters.items()
-        if parameter.default is not inspect.Parameter.empty
-    }
-    values.update({k: v for k, v in settings.items() if k not in _FIT_ARGUMENTS})
-    return Trainer(
-        data=values["dataset"],
-        critic=values["critic"],
-        generator=values["generator"],
-        constraint=values["constraint"],
-        strategy=values["strategy"],
-        critic_optimizer=values["critic_optimizer"],
-        generator_optimizer=values["generator_optimizer"],
-        step=StepConfig(**{f.name: values[f.name] for f in dataclasses.fields(StepConfig)}),
-        intervals=Intervals(**{f.name: values[f.name] for f in dataclasses.fields(Intervals)}),
-        checkpoint_input=values["checkpoint_input"],
-        inception_weights=values["inception_weights"],
-    )
-
-
-def op_error_cause(exc: tf.errors.OpError) -> str:
-    """The line of a TensorFlow runtime error that says what failed.
-
-    A compiled call's error reads "Graph execution error:", then the Python stack of the op, then
-    the cause, then ``[[{{node ...}}]]``: the cause is the line before the first node marker.
-    """
-    lines = [ln.strip() for ln in str(exc.message).splitlines() if ln.strip()]
-    for i, line in enumerate(lines):
-        if line.startswith("[[") and i:
-            return lines[i - 1]
-    return lines[-1] if lines else type(exc).__name__
-
-
-def runtime_error(exc: tf.errors.OpError, done: int, kept: str | None) -> LipganError:
-    """One line for a data or cluster failure in the middle of training (was only "Graph
-    execution error"): what failed, and what to do."""
-    cause = op_error_cause(exc)
-    resume = f"the last checkpoint {kept} is kept" if kept else "no checkpoint was written"
-    if isinstance(exc, tf.errors.DataLossError):
-        return DatasetError(
-            f"the input data is damaged ({cause}) after step {done}; {resume}; rebuild or "
-            "re-download the dataset (a truncated TFDS shard: delete its folder and prepare it "
-            "again), then run the same command to resume"
-        )
-    return LipganError(
-        f"the cluster failed after step {done} ({cause}): a worker died or became unreachable; "
-        f"{resume}; restart every worker with the same command to resume"
-    )
-
-
-@dataclasses.dataclass
-class TrainingLoop:
-    """The host loop of one :meth:`Trainer.fit` call and everything it does between compiled calls."""
-
-    trainer: Trainer
-    data: tf.data.Dataset
-    progress: Progress
-    steps: int
-    callbacks: list[Callback] = dataclasses.field(default_factory=list)
-
-    def __post_init__(self):
-        intervals = self.trainer.intervals
-        self.steps_per_execution = intervals.steps_per_execution
-        self.log_every = intervals.log_every
-        self.checkpoint_every = intervals.checkpoint_every
-        self.diagnostics_every = intervals.diagnostics_every
-        self.eval_every = intervals.eval_every
-        self.histogram_every = intervals.histogram_every
-        self.checkpoint_input = self.trainer.checkpoint_input
-        self.wgan = self.trainer.wgan
-        #: Every row logged by this call (what metrics.jsonl receives), for the TrainState.
-        self.history: list[dict] = []
-        self.rundir: RunDir | None = None
-        self.checkpoint: RunCheckpoint | None = None
-        self.probe = None
-
-    def next_chunk(self, done: int) -> int:
-        """Iterations until the next interval boundary (or the end), at most steps_per_execution."""
-        chunk = min(self.steps_per_execution, self.steps - done)
-        for every in (
-            self.log_every,
-            self.checkpoint_every,
-            self.diagnostics_every,
-            self.eval_every,
-            self.histogram_every,
-        ):
-            if every:
-                chunk = min(chunk, every - done % every)
-        return chunk
-
-    def open(self, run_dir, force: bool, settings: dict, config_text: str | None) -> int:
-        """Lock, check and restore the run dir (no writes), then start writing; the start step.
-
-        The lock is held from before the first read until :meth:`run` ends (or this fails), so
-        a second run on the same dir stops at once instead of interleaving its writes.
-        """
-        if run_dir is None:
-            return self.trainer.step  # fit(steps) counts steps in total, as train.steps does
-        rundir = RunDir(run_dir)
-        try:
-            return self._open(rundir, run_dir, force, settings, config_text)
-        except BaseException:
-            rundir.close()
-            raise
-
-    def _open(self, rundir, run_dir, force, settings, config_text) -> int:
-        chief = self.trainer.chief
-        fingerprint, why = self.trainer.data_fingerprint()
-        if fingerprint is None and why:
-            self.progress.message(
-                f"note: the data cannot be fingerprinted ({why}), so resuming this run dir cannot "
-                "check that the data is the same"
-            )
-        differences = rundir.check(settings, config_text, force) if chief else []
-        iterator = self.trainer.input_iterator()
-        saved_input = self.checkpoint_input and checkpointable(iterator)
-        self.checkpoint = RunCheckpoint(
-            run_dir,
-            self.wgan,
-            iterator if saved_input else None,
-            self.trainer.intervals.max_checkpoints,
-        )
-        start = self.checkpoint.restore(warn)
-        if self.checkpoint.latest is None:
-            start = self.trainer.step  # nothing restored: continue the models in memory
-        if self.checkpoint.input_restored:
-            self.trainer.input_at(iterator, start)
-        else:
-            self.fast_forward(start, saved_input)
-        if self.wgan.workers_disagree(start):
-            raise CheckpointError(
-                f"the workers resumed {run_dir} from different steps; the run dir must be on a "
-                "filesystem that every worker reads"
-            )
-        if chief:
-            rundir.begin(settings, config_text, start, replaced=bool(differences), warn=warn)
-            self.rundir = rundir
-            if differences:
-                self.progress.message(
-                    f"force: continuing with changed settings ({differences[0]}, ...)"
-                )
-        if self.checkpoint.latest is not None:
-            self.progress.message(f"resumed from {self.checkpoint.latest} at step {start}")
-        return start
-
-    def fast_forward(self, start: int, saved_input: bool) -> None:
-        """Put the trainer's input iterator at iteration ``start`` if it is not there already.
-
-        The input stream is a deterministic function of the seed: replaying it to where the
-        checkpoint was taken is exact, at the cost of reading the skipped batches once. A new
-        pipeline, not a second iterator over ``trainer.data``: with reshuffle_each_iteration, every
-        iterator of one dataset object shuffles differently. When the input position is
-        checkpointed, the checkpoint tracks the new iterator from now on (it is the one training
-        reads), and the batches are dropped through it so that its structure, and so its saved
-        position, is the same as a fresh run's.
-        """
-        trainer = self.trainer
-        if trainer.input_step == start:
-            return
-        consumed = start * self.wgan.config.n_critic
-        latest = self.checkpoint.latest
-        if latest is None:
-            why = "the input position was lost when an earlier call failed"
-        elif not self.checkpoint_input:
-            why = "train.checkpoint_input=False"
-        elif not saved_input:
-            why = "this strategy's input iterator cannot be checkpointed"
-        else:
-            why = (
-                f"{Path(latest).name} holds no input position: it was written with "
-                "train.checkpoint_input=False or by a strategy whose input cannot be checkpointed"
-            )
-        self.progress.message(f"fast-forwarding the input pipeline by {consumed} batches ({why})")
-        fresh = trainer.dataset(trainer.global_batch_size, trainer.seed)
-        if saved_input:
-            iterator = self.wgan.distribute(fresh)
-            self.wgan.advance(iterator, consumed)
-            self.checkpoint.track_input(iterator)
-        else:
-            iterator = self.wgan.distribute(fresh.skip(consumed))
-        trainer.input_at(iterator, start)
-
-    def save(self, done: int) -> None:
-        if self.rundir is not None:
-            self.rundir.sync_metrics()  # row N on disk before ckpt-N can exist
-            self.checkpoint.save(done, warn)
-            for callback in self.callbacks:
-                callback.on_checkpoint(done, self.checkpoint.latest)
-
-    def write_missing_row(self, start: int) -> None:
-        """Measure the restored step again when its row is missing from ``metrics.jsonl``.
-
-        Runs written before rows were logged ahead of their checkpoint can hold ckpt-N without row
-        N (a kill or a failed evaluation between the two). Evaluation and diagnostics depend only
-        on the restored models, so they are recomputed; the losses of that step are not.
-        """
-        if self.rundir is None or not start or self.rundir.has_row(start):
-            return
-        due = lambda every: every and start % every == 0  # noqa: E731
-        if not (due(self.eval_every) or due(self.diagnostics_every)):
-            return
-        logged = self.measurements(start, due)
-        if logged:
-            self.progress.message(f"metrics.jsonl had no row for step {start}: measured it again")
-            self.record(start, logged)
-
-    def run(
-        self,
-        run_dir,
-        *,
-        force: bool,
-        settings: dict,
-        config_text: str | None,
-        operative_config: Callable[[], str] | None,
-    ) -> TrainState:
-        start = self.open(run_dir, force, settings, config_text)
-        try:
-            self.write_missing_row(start)
-        except BaseException:
-            if self.rundir is not None:
-                self.rundir.close()
-            raise
-        plot_samples = self.trainer.intervals.plot_samples
-        done, last = start, {}
-        if start >= self.steps:
-            self.progress.message(
-                f"already trained to step {start} (train.steps={self.steps}); "
-                "raise train.steps to continue"
-            )
-        try:
-            with StopRequests(self.progress.message) as stop:
-                for callback in self.callbacks:
-                    callback.on_train_begin(start, self.steps)
-                while done < self.steps:
-                    done, last = self.advance(done)
-                    if self.wgan.any_worker(stop.requested):
-                        self.save(done)
-                        where = (
-                            f"; resume with `lipgan run --resume {run_dir}`" if self.rundir else ""
-                        )
-                        raise Interrupted(
-                            f"{stop.name or 'a signal'} at step {done}: checkpoint saved{where}",
-                            128 + (stop.signum or 2),
-                        )
-                self.progress.close()
-            self.save(done)
-            if self.rundir is not None:
-                if operative_config is not None:
-                    self.rundir.write_operative_config(operative_config())
-                if plot_samples:
-                    png = self.trainer.render(plot_samples)
-                    if png:
-                        self.rundir.file(SAMPLES).write_bytes(png)
-                        self.rundir.log_image(done, "samples", png)
-                self.progress.message(f"run dir: {run_dir}")
-        finally:
-            self.progress.close()
-            if self.rundir is not None:
-                self.rundir.close()
-        state = TrainState(
-            critic=self.wgan.critic,
-            generator=self.wgan.generator,
-            step=done,
-            metrics=last,
-            history=self.history,
-            run_dir=Path(run_dir) if run_dir is not None else None,
-        )
-        for callback in self.callbacks:
-            callback.on_train_end(state)
-        return state
-
-    def advance(self, done: int) -> tuple[int, dict]:
-        """One compiled call, then whatever falls due at the step it ends on.
-
-        The row of a step is logged before its checkpoint is saved: a checkpoint at step N then
-        always has its row N in ``metrics.jsonl`` (a kill between the two only repeats the step),
-        and an evaluation that fails at step N leaves neither.
-        """
-        trainer = self.trainer
-        iterator = trainer.input_iterator()
-        trainer.input_at(iterator, None)  # unknown until the call returns
-        try:
-            result = self.wgan.run_checked(iterator, self.next_chunk(done))
-        except (
-            tf.errors.DataLossError,
-            tf.errors.UnavailableError,
-            tf.errors.CancelledError,
-        ) as exc:
-            raise runtime_error(
-                exc, done, self.checkpoint.latest if self.rundir else None
-            ) from None
-        done += int(result.completed)
-        trainer.input_at(iterator, done)
-        bad = result.first_nonfinite()
-        if bad:
-            kept = self.checkpoint.latest if self.rundir is not None else None
-            raise NonFiniteLossError(
-                f"non-finite {bad} at step {done}; "
-                + (
-                    f"the last good checkpoint {kept} is kept; "
-                    if kept
-                    else "no checkpoint was written; "
-                )
-                + "lower the learning rate or check the data and the constraint"
-            )
-        metrics = {k: float(v) for k, v in result.metrics.items()}
-        self.progress.update(done, {k: metrics[k] for k in ("critic_loss", "wasserstein")})
-        due = lambda every: every and done % every == 0  # noqa: E731
-        logged = {}
-        if due(self.log_every) or done == self.steps:
-            logged.update(metrics)
-        logged.update(self.measurements(done, due))
-        if logged:
-            self.record(done, logged)
-        if due(self.checkpoint_every):
-            self.save(done)
-        return done, metrics
-
-    def measurements(self, done: int, due) -> dict:
-        """Diagnostics, evaluation and histograms due at ``done`` (one process measures)."""
-        logged = {}
-        if self.trainer.chief:  # the other workers would only repeat it
-            if due(self.diagnostics_every):
-                logged.update(self.diagnostics(done))
-            if due(self.eval_every):
-                evaluated = self.trainer.evaluate()
-                logged.update(evaluated)
-                for callback in self.callbacks:
-                    callback.on_evaluate(done, evaluated)
-                if self.rundir is not None:
-                    png = self.trainer.render(min(1024, self.trainer.intervals.eval_samples))
-                    if png:
-                        self.rundir.log_image(done, "samples", png)
-        if self.rundir is not None and due(self.histogram_every):
-            self.rundir.log_histograms(
-                done, {"critic": self.wgan.critic, "generator": self.wgan.generator}
-            )
-        return logged
-
-    def record(self, done: int, logged: dict) -> None:
-        if self.rundir is not None:
-            self.rundir.log_metrics(done, logged)
-        self.history.append({"step": done, **logged})
-        for callback in self.callbacks:
-            callback.on_log(done, logged)
-
-    def diagnostics(self, done: int) -> dict:
-        if self.probe is None:
-            from lipgan.diagnostics import Probe
-
-            trainer = self.trainer
-            # Its own data stream (another seed): probing must not consume training batches.
-            data = trainer.dataset(trainer.global_batch_size, trainer.seed + 1)
-            self.probe = Probe(
-                self.wgan, data, trainer.seed, getattr(trainer.dataset, "dataset_name", None)
-            )
-        measured = self.probe(done)
-        if self.wgan.num_replicas > 1:
-            measured.update(self.replica_drift(done))
-        return measured
-
-    def replica_drift(self, done: int) -> dict:
-        """``replica_drift``: how far the replicas' copies of the weights are apart (0 when sound).
-
-        Mirrored weights stay equal only while every replica computes the same update; a warning
-        names the first variable that drifted (an ``after_update`` that used the
-        replica id left replicas at 0.0 and 0.01 without a word).
-        """
-        drift, where = self.wgan.replica_drift()
-        if drift > 0 and not getattr(self, "_drift_warned", False):
-            self._drift_warned = True
-            warn(
-                f"warning: the replicas' weights differ at step {done} ({where}: by {drift:.3g}); "
-                "a constraint's after_update (or another update) depends on the replica: check "
-                "it with lipgan.testing.check_replica_invariance"
-            )
-        return {"replica_drift": drift}
+train.__signature__ = inspect.Signature(
+    [parameter.replace(name=name) for name, (_, parameter) in PARAMETERS.items()],
+    return_annotation="TrainState",
+)

@@ -3,7 +3,8 @@
 Layout (also in the README)::
 
     settings.json         the run's settings (lipgan.Trainer.settings); compared when the dir is reused
-    config.gin            the gin config as parsed (files + bindings), for runs started by the CLI
+    config.gin            the gin config as parsed (files + bindings), written by the CLI
+                          (lipgan.config.GinRecord); a record for people and `--resume`
     settings-before-<k>.json, config-before-<k>.gin
                           the records replaced with --force at step k (-2, -3, ... if replaced again)
     .lock                 flock held by the live run: one writer at a time
@@ -16,7 +17,9 @@ Layout (also in the README)::
 Reusing a directory resumes it, so the settings must be the same: only those in
 :data:`RESUMABLE_SETTINGS` (how long and how verbosely to train) may change without ``force``. The
 record is ``settings.json``, written from :meth:`lipgan.Trainer.settings` whether the run was
-started from Python or from gin; runs older than it are compared by their ``config.gin``. A dir
+started from Python or from gin, and :func:`settings_differences` is the one comparison. Only run
+dirs written before ``settings.json`` existed are compared by their ``config.gin``
+(:func:`legacy_config_differences`, called by the CLI, which has gin text to compare). A dir
 holds a run once it holds a checkpoint: a run that failed before its first checkpoint left nothing
 to resume, so its record does not bind the next attempt. Checkpoints without a record are refused
 unless ``force`` (nothing says what they were trained with).
@@ -35,6 +38,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
+from typing import Any
 
 try:
     import fcntl
@@ -52,8 +56,8 @@ SAMPLES = "samples.png"
 CHECKPOINT_DIR = "checkpoints"
 LOCK = ".lock"
 
-#: Bindings that may differ when a run is resumed: they change how long or how verbosely it
-#: trains, never what a step computes.
+#: Bindings that may differ when a legacy run dir (``config.gin``, no ``settings.json``) is
+#: resumed: they change how long or how verbosely it trains, never what a step computes.
 RESUMABLE = frozenset(
     {
         "train.steps",
@@ -168,7 +172,9 @@ def reuse_problem(has_record: bool, has_checkpoints: bool) -> str | None:
 
 
 def config_differences(old_text: str, new_text: str) -> list[str]:
-    """Human-readable differences that matter for resuming (``RESUMABLE`` ones are ignored)."""
+    """Human-readable differences of two gin records that matter for resuming (``RESUMABLE``
+    ones are ignored): only for run dirs written before ``settings.json`` (see
+    :func:`legacy_config_differences`)."""
     old, new = bindings(old_text), bindings(new_text)
     diffs = []
     for key in sorted(set(old) | set(new)):
@@ -179,10 +185,43 @@ def config_differences(old_text: str, new_text: str) -> list[str]:
     return diffs
 
 
+def legacy_config_differences(path: str | Path, config_text: str) -> list[str] | None:
+    """For a run dir written before ``settings.json`` existed (``config.gin`` and checkpoints, no
+    ``settings.json``): the differences of its ``config.gin`` from ``config_text``. ``None`` for
+    any other dir, which :meth:`RunDir.check` decides alone.
+
+    The CLI calls this before :meth:`lipgan.Trainer.fit`, which compares settings records only.
+    """
+    run = RunDir(path)
+    old = run.saved_config()
+    if old is None or run.file(SETTINGS).exists() or not run.checkpoint_steps():
+        return None
+    return config_differences(old, config_text)
+
+
+def different_config(path, diffs: list[str]) -> RunDirError:
+    """The one-line refusal of a run dir that holds a run with other settings."""
+    more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
+    return RunDirError(
+        f"run dir {path} holds a run with a different config ({diffs[0]}{more}); "
+        "resume it with `lipgan run --resume DIR`, pick a new run dir, or force "
+        "(--force, or fit(force=True)) to continue it with these settings"
+    )
+
+
+def flat_settings(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{'constraint.weight': 10.0, ...}``: nested settings as dotted keys (for diffs)."""
+    out = {}
+    for key, value in settings.items():
+        if isinstance(value, dict) and value:
+            out.update(flat_settings(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
 def settings_differences(old: dict, new: dict) -> list[str]:
     """Human-readable differences of two settings records (``RESUMABLE_SETTINGS`` ignored)."""
-    from lipgan.trainer import flat_settings
-
     old, new = flat_settings(old), flat_settings(new)
     diffs = []
     for key in sorted(set(old) | set(new)):
@@ -278,42 +317,30 @@ class RunDir:
             )
         return record
 
-    def check(self, settings: dict, config_text: str | None, force: bool) -> list[str]:
+    def check(self, settings: dict, force: bool) -> list[str]:
         """Refuse a reused dir whose settings differ (unless ``force``); returns the differences.
 
-        ``settings.json`` decides; a run dir written before it existed is compared by its
-        ``config.gin`` when the caller has gin text to compare with. Locks an existing dir first
-        (see :meth:`lock`): the caller must :meth:`close` it.
+        ``settings.json`` decides (a legacy dir's ``config.gin`` is the CLI's to compare, before
+        this: :func:`legacy_config_differences`). Locks an existing dir first (see :meth:`lock`):
+        the caller must :meth:`close` it.
         """
         check_location(self.path)
         if self.path.is_dir():
             self.lock()
         old = self.saved_settings()
-        old_config = self.saved_config()
-        comparable = old is not None or (old_config is not None and config_text is not None)
         has_checkpoints = bool(self.checkpoint_steps())
-        problem = reuse_problem(comparable, has_checkpoints)
+        problem = reuse_problem(old is not None, has_checkpoints)
         if problem and not force:
             raise RunDirError(f"run dir {self.path} {problem}")
-        if not comparable or not has_checkpoints:
+        if old is None or not has_checkpoints:
             return []  # no run to continue: whatever it recorded gets replaced
-        if old is not None:
-            diffs = settings_differences(old, settings)
-        else:
-            diffs = config_differences(old_config, config_text)
+        diffs = settings_differences(old, settings)
         if diffs and not force:
-            more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
-            raise RunDirError(
-                f"run dir {self.path} holds a run with a different config ({diffs[0]}{more}); "
-                "resume it with `lipgan run --resume DIR`, pick a new run dir, or force "
-                "(--force, or fit(force=True)) to continue it with these settings"
-            )
+            raise different_config(self.path, diffs)
         return diffs
 
-    def begin(
-        self, settings: dict, config_text: str | None, start: int, replaced: bool, warn=print
-    ) -> None:
-        """Create the dir, record the settings (and gin config) and drop metrics after ``start``.
+    def begin(self, settings: dict, start: int, replaced: bool, warn=print) -> None:
+        """Create the dir, record the settings and drop metrics after ``start``.
 
         Also removes what a killed run or a full disk leaves behind (:meth:`clean_debris`).
         """
@@ -327,17 +354,9 @@ class RunDir:
         if metrics.is_file():
             kept = [ln for ln, row in self.metric_rows(warn) if row.get("step", 0) <= start]
         self.clean_debris(warn)
-        for name, text in (
-            (SETTINGS, json.dumps(settings, indent=2, sort_keys=True) + "\n"),
-            (CONFIG, config_text),
-        ):
-            if text is None:
-                continue
-            record = self.file(name)
-            if replaced and record.is_file():
-                stem, dot, suffix = name.partition(".")
-                os.replace(record, self._unused(f"{stem}-before-{start}", dot + suffix))
-            _atomic_write(record, text)
+        self.write_record(
+            SETTINGS, json.dumps(settings, indent=2, sort_keys=True) + "\n", start, replaced
+        )
         if kept is not None:
             _atomic_write(metrics, "".join(f"{ln}\n" for ln in kept))
         self._metrics = open(metrics, "a")  # noqa: SIM115 - closed in close()
@@ -404,6 +423,16 @@ class RunDir:
                 f"removed {len(found)} leftover(s) of an interrupted write in {self.path}: "
                 + ", ".join(p.name for p in found[:4])
             )
+
+    def write_record(self, name: str, text: str, start: int, replaced: bool) -> None:
+        """Write the record ``name`` (``settings.json``, ``config.gin``); when ``replaced`` (the
+        settings were changed with ``force`` at step ``start``), the old one is kept as
+        ``<stem>-before-<start>`` (``-2``, ``-3``... when replaced again at that step)."""
+        record = self.file(name)
+        if replaced and record.is_file():
+            stem, dot, suffix = name.partition(".")
+            os.replace(record, self._unused(f"{stem}-before-{start}", dot + suffix))
+        _atomic_write(record, text)
 
     def _unused(self, stem: str, suffix: str) -> Path:
         """``stem + suffix`` in the dir, or ``stem-2 + suffix``, ... : never an existing file."""

@@ -12,7 +12,7 @@ evaluation and sample images behave the same from Python as from the command lin
         critic=lambda shape: lipgan.models.mlp_critic(shape, width=128),   # or a keras.Model
         generator=lambda shape: lipgan.models.mlp_generator(shape, width=128),
         constraint=GradientPenalty(weight=0.1),
-        step=lipgan.StepConfig(global_batch_size=256, n_critic=5, seed=0),
+        step_config=lipgan.StepConfig(global_batch_size=256, n_critic=5, seed=0),
         intervals=lipgan.Intervals(log_every=100, checkpoint_every=500),
     )
     state = trainer.fit(steps=1000, run_dir="runs/gp")   # re-running it resumes the run
@@ -32,70 +32,25 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from lipgan import evaluation
+from lipgan.architecture import recording
 from lipgan.callbacks import Callback
 from lipgan.constraint import Constraint
-from lipgan.engine import WGAN, StepConfig
+from lipgan.data.adapt import data_factory as _data_factory
+from lipgan.engine import WGAN, Intervals, StepConfig  # noqa: F401 - Intervals: public here too
 from lipgan.errors import CheckpointError, ConfigError
-from lipgan.ranges import out_of_range
+from lipgan.loop import TrainingLoop, TrainState
+from lipgan.ranges import check_bool, check_int, out_of_range
+from lipgan.rundir import flat_settings
 from lipgan.strategy import StrategyPlugin
-
-
-@dataclasses.dataclass(frozen=True)
-class Intervals:
-    """What the host loop does between compiled calls, and how often (in steps; 0 = never).
-
-    None of these change what a step computes, so they may change when a run is resumed.
-    ``steps_per_execution`` is how many iterations one compiled call runs (the host loop that keeps
-    TPUs busy); each call still ends on the next interval boundary.
-    """
-
-    log_every: int = 100
-    checkpoint_every: int = 1000
-    max_checkpoints: int = 3
-    diagnostics_every: int = 0
-    eval_every: int = 0
-    eval_samples: int = 2048
-    histogram_every: int = 0
-    plot_samples: int = 1024
-    steps_per_execution: int = 1
-
-    def __post_init__(self):
-        for name in ("log_every", "max_checkpoints", "steps_per_execution"):
-            _check_int(getattr(self, name), name, minimum=1)
-        for name in ("checkpoint_every", "diagnostics_every", "eval_every", "histogram_every"):
-            _check_int(getattr(self, name), name, minimum=0, note=" (0 = off)")
-        _check_int(self.eval_samples, "eval_samples", minimum=2)
-        _check_int(self.plot_samples, "plot_samples", minimum=0, note=" (0 = off)")
-
-
-def _check_int(value, name: str, minimum: int, note: str = "") -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ConfigError(
-            f"train.{name}={value!r} is invalid: must be an integer >= {minimum}{note}"
-        )
-
-
-@dataclasses.dataclass
-class TrainState:
-    """What :meth:`Trainer.fit` returns: the trained models, where training stopped, and the record."""
-
-    critic: keras.Model
-    generator: keras.Model
-    step: int
-    metrics: (
-        dict  # the last iteration's metrics (critic_loss, wasserstein, penalty, generator_loss)
-    )
-    history: list[dict]  # every logged row of this call, as in metrics.jsonl
-    run_dir: Path | None
 
 
 # -- turning plain Python objects into what the engine needs ---------------------------------------
@@ -208,40 +163,6 @@ def _optimizer_factory(optimizer, what: str) -> Callable:
     if callable(optimizer):
         return optimizer
     raise ConfigError(f"{what} must be a keras optimizer or a factory; got {optimizer!r}")
-
-
-def _data_factory(data, data_key: str | None = None) -> Callable:
-    """``(global_batch_size, seed) -> tf.data.Dataset`` of global batches, from what the user gave
-    (datasets of dicts, batched datasets, arrays and dtypes are adapted by lipgan.data.adapt)."""
-    if isinstance(data, str):
-        from lipgan.data.pipeline import dataset
-
-        return dataset(data)
-    if isinstance(data, (tf.data.Dataset, np.ndarray)):
-        from lipgan.data.adapt import examples as adapt
-
-        given = data
-        examples = data = adapt(data, data_key)
-
-        def batches(global_batch_size: int, seed: int) -> tf.data.Dataset:
-            # The caller's pipeline, as given: lipgan only repeats and batches it (static shapes).
-            return examples.repeat().batch(global_batch_size, drop_remainder=True)
-
-        batches.settings = {
-            "element_spec": str(
-                given.element_spec if isinstance(given, tf.data.Dataset) else data.element_spec
-            )
-        }
-        if data_key is not None:
-            batches.settings["data_key"] = data_key
-        batches.examples = data
-        return batches
-    if callable(data):
-        return data
-    raise ConfigError(
-        f"data must be a dataset name, a tf.data.Dataset or NumPy array of examples, or a factory "
-        f"(global_batch_size, seed) -> dataset; got {type(data).__name__}"
-    )
 
 
 # -- the canonical settings record ---------------------------------------------------------------
@@ -398,7 +319,7 @@ def check_ranges(settings: dict) -> None:
 
 # -- the trainer -----------------------------------------------------------------------------------
 class Trainer:
-    """A WGAN on a strategy, ready to :meth:`fit`, :meth:`evaluate` and :meth:`sample`.
+    """A WGAN on a strategy, ready to :meth:`fit`, :meth:`evaluate`, :meth:`audit` and :meth:`sample`.
 
     Arguments are plain Python objects:
 
@@ -417,10 +338,16 @@ class Trainer:
       ``tf.distribute.Strategy``, or None for TensorFlow's default;
     * ``critic_optimizer`` / ``generator_optimizer``: a Keras optimizer or a factory (default:
       WGAN-GP's Adam(1e-4, 0.5, 0.9)); an optimizer is re-made from its config in scope;
-    * ``step``: :class:`lipgan.StepConfig` (batch, n_critic, seed, XLA, precision);
+    * ``step_config``: :class:`lipgan.StepConfig` (batch, n_critic, seed, XLA, precision). Its
+      old name ``step=`` works for one more release, with a DeprecationWarning: :attr:`step` is
+      the iteration count;
     * ``intervals``: :class:`Intervals` (logging, checkpoints, evaluation...).
 
-    Building seeds Keras and TensorFlow with ``step.seed`` (initial weights and any op without its
+    What the trainer holds: :attr:`dataset` (the ``(global_batch_size, seed) -> dataset`` factory
+    made from ``data``), :attr:`batches` (the ``tf.data.Dataset`` of global batches training
+    reads), :attr:`step_config`, :attr:`intervals`, :attr:`critic`, :attr:`generator`, :attr:`step`.
+
+    Building seeds Keras and TensorFlow with ``step_config.seed`` (initial weights and any op without its
     own seed), as ``lipgan run`` does. A model given as an object keeps the weights it has: the
     seed then covers noise, interpolation and shuffling only (said once per process,
     :data:`GIVEN_WEIGHTS_NOTE`); pass a factory to have the seed draw the initial weights.
@@ -436,18 +363,30 @@ class Trainer:
         strategy=None,
         critic_optimizer=None,
         generator_optimizer=None,
-        step: StepConfig | None = None,
+        step_config: StepConfig | None = None,
         intervals: Intervals | None = None,
         checkpoint_input: bool = True,
         inception_weights: str | None = None,
         data_key: str | None = None,
+        step: StepConfig | None = None,
     ):
+        if step is not None:  # the old name, kept for one release
+            warnings.warn(
+                "Trainer(step=...) is now Trainer(step_config=...); trainer.step is the "
+                "iteration count",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            if step_config is not None:
+                raise ConfigError("pass step_config= only (step= is its old name)")
+            step_config = step
         if not isinstance(constraint, Constraint):
             raise ConfigError(
                 f"train.constraint must be a constraint, e.g. @gradient_penalty(); got {constraint!r}"
             )
+        check_bool(checkpoint_input, "checkpoint_input")
         self.strategy = _strategy_plugin(strategy)
-        self.step_config = step or StepConfig(global_batch_size=256)
+        self.step_config = step_config or StepConfig()
         self.intervals = intervals or Intervals()
         self.constraint = constraint
         self.dataset = _data_factory(data, data_key)
@@ -458,19 +397,24 @@ class Trainer:
         # Seed first: TF ops without their own seed (and the data pipeline's defaults) then behave
         # the same in every process, and initial weights are identical on any replica count.
         keras.utils.set_random_seed(config.seed)
-        self.data = self.dataset(config.global_batch_size, config.seed)
+        self.batches = self.dataset(config.global_batch_size, config.seed)
         self._fingerprint: tuple[str | None, str] | None = None
         # And again: building a dataset the first time on a machine consumes global random state
         # (TFDS runs TF ops), which must not change the first run's initial weights.
         keras.utils.set_random_seed(config.seed)
+        #: The models as the factories built them, before a constraint wraps the critic: what the
+        #: run dir describes (:mod:`lipgan.architecture`).
+        self.built_models: dict[str, keras.Model] = {}
         self.wgan = WGAN(
             self.tf_strategy,
-            critic=_model_factory(critic, "critic"),
-            generator=_model_factory(generator, "generator"),
+            critic=recording(_model_factory(critic, "critic"), self.built_models, "critic"),
+            generator=recording(
+                _model_factory(generator, "generator"), self.built_models, "generator"
+            ),
             critic_optimizer=_optimizer_factory(critic_optimizer, "critic_optimizer"),
             generator_optimizer=_optimizer_factory(generator_optimizer, "generator_optimizer"),
             constraint=constraint,
-            data_shape=self.data.element_spec.shape[1:],
+            data_shape=self.batches.element_spec.shape[1:],
             config=config,
         )
         check_critic_output(self.wgan.critic)
@@ -487,7 +431,7 @@ class Trainer:
         """The distributed iterator training reads, made on first use and kept across :meth:`fit`
         calls, so a second call continues the data where the first stopped."""
         if self._iterator is None:
-            self._iterator = self.wgan.distribute(self.data)
+            self._iterator = self.wgan.distribute(self.batches)
             self._input_step = 0
         return self._iterator
 
@@ -575,8 +519,6 @@ class Trainer:
         callbacks: Iterable[Callback] = (),
         verbose: int = 1,
         progress=None,
-        config_text: str | None = None,
-        operative_config: Callable[[], str] | None = None,
     ) -> TrainState:
         """Train until iteration ``steps`` in total (each ``n_critic`` critic updates + 1 generator
         update), as ``train.steps`` counts them: ``fit(10)`` then ``fit(20)`` trains 10 more, and a
@@ -592,31 +534,21 @@ class Trainer:
         checkpoint (a different one is refused unless ``force``), checkpoints and metrics are
         written there, SIGINT/SIGTERM stop with a checkpoint (:class:`lipgan.errors.Interrupted`),
         and a non-finite loss or gradient raises :class:`lipgan.errors.NonFiniteLossError` naming the
-        term and step. ``config_text`` / ``operative_config`` are the CLI's gin record
-        (``config.gin``, ``operative_config.gin``); Python callers leave them out.
+        term and step. Each callback is given this trainer first (:meth:`Callback.set_trainer`).
         """
         from lipgan.progress import for_verbose
-        from lipgan.run import TrainingLoop
 
-        _check_int(steps, "steps", minimum=1)
+        check_int(steps, "steps", minimum=1)
+        check_bool(force, "force")
         if progress is None or progress is False:
             progress = for_verbose(0 if progress is False else verbose)
         if self.intervals.eval_every:
             evaluation.check_num_samples(self.wgan, self.dataset, self.intervals.eval_samples)
-        loop = TrainingLoop(
-            self,
-            self.data,
-            progress,
-            steps=int(steps),
-            callbacks=[progress, *callbacks],  # progress first: its lines precede a callback's
-        )
-        return loop.run(
-            run_dir,
-            force=force,
-            settings=self.settings(),
-            config_text=config_text,
-            operative_config=operative_config,
-        )
+        callbacks = [progress, *callbacks]  # progress first: its lines precede a callback's
+        for callback in callbacks:
+            callback.set_trainer(self)
+        loop = TrainingLoop(self, self.batches, progress, steps=int(steps), callbacks=callbacks)
+        return loop.run(run_dir, force=force, settings=self.settings())
 
     # -- using a trained (or restored) model -----------------------------------------------------
     def restore(self, run_dir: str | Path, warn: Callable[[str], None] = print) -> int:
@@ -644,6 +576,18 @@ class Trainer:
             inception_weights=self.inception_weights,
         )
 
+    def audit(self, points: int = 512, seed: int | None = None) -> dict:
+        """Lower and certified upper bounds on the critic's Lipschitz constant (``lipgan audit``'s
+        result, :func:`lipgan.audit.audit`) at ``points`` real, generated and interpolated points
+        each, drawn with ``seed`` (default: the run's)."""
+        from lipgan.audit import audit
+
+        if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or points < 1:
+            raise ConfigError(f"audit(points={points!r}): points must be an integer >= 1")
+        seed = self.seed if seed is None else seed
+        real = evaluation.real_samples(self.dataset, points, self.global_batch_size, seed)
+        return audit(self, real, self.sample(points, seed), seed=seed)
+
     def sample(self, n: int, seed: int | None = None) -> np.ndarray:
         """``n`` generated examples from a fixed noise (the same ``seed`` gives the same samples)."""
         return evaluation.generate(self.wgan, n, self.seed if seed is None else seed)
@@ -654,14 +598,3 @@ class Trainer:
         if self.wgan.data_shape == (2,):
             real = evaluation.real_samples(self.dataset, n, self.global_batch_size, self.seed)
         return evaluation.render(self.wgan, self.sample(n), real, title=f"step {self.step}")
-
-
-def flat_settings(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{'constraint.weight': 10.0, ...}``: nested settings as dotted keys (for diffs)."""
-    out = {}
-    for key, value in settings.items():
-        if isinstance(value, dict) and value:
-            out.update(flat_settings(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out

@@ -51,9 +51,10 @@ the series of λ^(−1/2)), and order 1 maps every σ ≤ 2 into (0, 1]: σ²g(�
 :meth:`Bjorck.lipschitz_bound` computes the bound (an SVD of each effective kernel) instead of
 assuming 1.
 
-**Convolutions are refused** (a one-line ``ConfigError``): orthonormalizing a reshaped conv kernel
-does not make the convolution orthonormal, and the valid construction (deel-lip's stride/padding
-correction, or BCOP) is not implemented here; use ``aol`` for convolutional critics.
+**Conv2D layers** become orthogonal convolutions (:mod:`lipgan_plugins.bcop`: BCOP, Li et al.
+2019, over the polyphase components of strided inputs), with the same ``projection`` /
+``iterations`` scheme on their matrices: orthonormalizing a reshaped conv kernel would not make
+the convolution orthonormal. Other convolutions are refused in one line.
 """
 
 import math
@@ -261,7 +262,7 @@ class Bjorck(KernelConstruction):
     description = (
         "Orthonormal Dense kernels by Björck steps (LNets, Anil et al. 2019): one projection step "
         "after each update by default, or iterations with gradients through them; pair with a "
-        "GroupSort critic; Dense only."
+        "GroupSort critic; Conv2D layers become BCOP orthogonal convolutions."
     )
 
     def __init__(self, iterations: int = 0, order: int = 1, projection: int = 1):
@@ -282,9 +283,14 @@ class Bjorck(KernelConstruction):
 
     def wrap_layer(self, layer):
         if "Conv" in type(layer).__name__:
-            raise ConfigError(
-                f"bjorck supports Dense layers only, and the critic has convolution {layer.name!r}: "
-                "use train.constraint = @aol() for convolutional critics"
+            from lipgan_plugins.bcop import BCOPConv2D
+
+            return BCOPConv2D(
+                fresh_copy(layer),
+                iterations=self.iterations,
+                order=self.order,
+                projection=self.projection,
+                name=f"bjorck_{layer.name}",
             )
         if not isinstance(layer, keras.layers.Dense):
             return None
@@ -298,8 +304,10 @@ class Bjorck(KernelConstruction):
 
     def after_update(self, critic) -> None:
         """Project every Björck kernel back onto the orthonormal matrices (replica context)."""
+        from lipgan_plugins.bcop import BCOPConv2D
+
         for layer in critic.layers:
-            if isinstance(layer, BjorckDense):
+            if isinstance(layer, BjorckDense | BCOPConv2D):
                 layer.project()
 
 

@@ -1,6 +1,12 @@
-"""Builders shared by the tests: a tiny WGAN on 2-D data, the CLI in-process, tiny-run bindings."""
+"""Builders shared by the tests: a tiny WGAN on 2-D data, the CLI in-process, tiny-run bindings,
+and a study stopped by a signal then resumed (the local pool's and Ray's tests share it)."""
 
 from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
 
 import keras
 import tensorflow as tf
@@ -110,3 +116,76 @@ def toy_wgan(
         config=config
         or StepConfig(global_batch_size=8, n_critic=n_critic, seed=5, jit_compile=False),
     )
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """PIDs of live processes whose command line contains ``text`` (Linux /proc)."""
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text in cmdline.read_bytes().decode(errors="replace"):
+                pids.append(int(cmdline.parent.name))
+        except OSError:  # the process ended while we looked
+            continue
+    return pids
+
+
+def stop_study_once_cells_log(args, run_dirs, out):
+    """Start ``python ARGS`` (a ``lipgan study``), SIGTERM it once every cell of ``run_dirs`` has
+    logged a step, and check the graceful stop: exit 143 with the one line that says how to
+    resume, no traceback, no cell process left, no cell recorded. Returns the finished process."""
+    from tests.conftest import finish, start_python
+
+    proc = start_python(*args)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        logs = [Path(d) / "metrics.jsonl" for d in run_dirs]
+        if all(f.is_file() and f.read_text().strip() for f in logs):
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    stopped = finish(proc, timeout=300)
+    assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr[-3000:]
+    last = stopped.stderr.strip().splitlines()[-1]
+    finished = f"the study stopped with 0 of {len(run_dirs)} cells finished"
+    assert last.startswith(f"Stopped: SIGTERM: {finished}"), last
+    assert "run the same command again to resume" in last and "Traceback" not in stopped.stderr
+    assert processes_mentioning(str(out)) == []  # each cell waited for, none left behind
+    for run_dir in run_dirs:
+        assert not (Path(run_dir) / "result.json").exists()  # unfinished, not failed
+    return stopped
+
+
+def resume_study(args, run_dirs, out, steps: int) -> None:
+    """Run the same ``python ARGS`` again and check that every cell finished all ``steps``,
+    continuing from its checkpoint: no step trained (or logged) twice."""
+    from tests.conftest import finish, start_python
+
+    resumed = finish(start_python(*args), timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    data = json.loads((Path(out) / "study.json").read_text())
+    assert [c["status"] for c in data["cells"]] == ["ok"] * len(run_dirs), data["cells"]
+    for run_dir in map(Path, run_dirs):
+        assert json.loads((run_dir / "result.json").read_text())["step"] == steps
+        logged = [json.loads(ln)["step"] for ln in (run_dir / "metrics.jsonl").open()]
+        assert logged == sorted(set(logged)) and logged[-1] == steps
+
+
+def assert_compiled_matches_eager(critic, x, nonzero_gradients: bool = False) -> None:
+    """The critic's output and its weights' gradients agree eagerly, under tf.function and XLA."""
+    import numpy as np
+
+    def fn(x):
+        with tf.GradientTape() as tape:
+            out = critic(x, training=True)
+            total = tf.reduce_sum(out)
+        return out, tape.gradient(total, critic.trainable_variables)
+
+    eager = fn(x)
+    if nonzero_gradients:
+        assert all(float(tf.norm(g)) > 0 for g in eager[1])
+    for compiled in (tf.function(fn), tf.function(fn, jit_compile=True)):
+        got = compiled(x)
+        np.testing.assert_allclose(got[0], eager[0], rtol=1e-4, atol=1e-5)
+        for g, e in zip(got[1], eager[1]):
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)

@@ -66,6 +66,7 @@ def test_shipped_config_runs_two_steps(tmp_path, name):
     assert (run_dir / "samples.png").exists()  # contour plot (2-D data) or image grid
 
 
+@pytest.mark.slow
 def test_default_run_uses_the_embedded_toy_config(tmp_path):
     result = invoke(
         "run",

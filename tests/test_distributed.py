@@ -47,6 +47,7 @@ def weights(wgan):
     return [v.numpy() for v in wgan.critic.trainable_variables + wgan.generator.trainable_variables]
 
 
+@pytest.mark.slow
 def test_steps_per_execution_does_not_change_results():
     # The host loop's plumbing; XLA inside the loop is test_xla_step_matches_plain_step's.
     config = StepConfig(global_batch_size=16, n_critic=3, seed=5, jit_compile=False)
@@ -62,6 +63,7 @@ def test_steps_per_execution_does_not_change_results():
         assert float(m1[key]) == pytest.approx(float(m8[key]), rel=1e-6, abs=1e-7)
 
 
+@pytest.mark.slow
 def test_xla_step_matches_plain_step():
     # SGD: Adam's 1/√v turns last-ulp differences in ~0 gradient components into full steps.
     sgd = lambda: keras.optimizers.SGD(0.05)  # noqa: E731

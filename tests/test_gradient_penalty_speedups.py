@@ -89,6 +89,7 @@ def _close(a, b):
         np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_lazy_gradient_penalty_scales_on_active_steps_and_skips_others():
     real = tf.random.stateless_normal([8, 2], seed=[7, 7])
     lazy = toy_wgan(GradientPenalty(weight=0.5, every=4))
@@ -103,6 +104,7 @@ def test_lazy_gradient_penalty_scales_on_active_steps_and_skips_others():
         _close(scaled.critic_gradients(real, step=0), plain.critic_gradients(real, step=0))
 
 
+@pytest.mark.slow
 def test_fast_relu_engine_gradients_match_standard_on_dcgan():
     def build(constraint):
         keras.utils.set_random_seed(0)

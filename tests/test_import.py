@@ -1,5 +1,7 @@
 """Importing lipgan has no side effects: no plugins, no gin parsing, no TensorFlow device setup."""
 
+import pytest
+
 from tests.conftest import run_python
 
 PROBE = """
@@ -14,6 +16,7 @@ print("clean")
 """
 
 
+@pytest.mark.slow
 def test_import_has_no_side_effects():
     proc = run_python("-c", PROBE)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -52,6 +52,7 @@ except ConfigError as exc:
 """
 
 
+@pytest.mark.slow
 def test_xla_under_mirrored_logical_cpus_is_avoided_or_refused_in_one_line():
     # Full-step XLA under MirroredStrategy over logical CPUs fails inside TF ("Trying to access
     # resource ... located in device CPU:1 from device CPU:0"): 'auto' must fall back to

@@ -69,3 +69,105 @@ def test_every_module_has_a_place_in_the_documented_layers():
         if (p / "__init__.py").exists() and f"{p.name}/" not in layers
     ]
     assert missing == []
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node of ``tree`` except those under ``if TYPE_CHECKING:`` (never imported at run time)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if (
+                isinstance(child, ast.If)
+                and isinstance(child.test, ast.Name)
+                and child.test.id == "TYPE_CHECKING"
+            ):
+                stack.extend(child.orelse)
+                continue
+            stack.append(child)
+
+
+def module_graph(root: Path = LIPGAN) -> dict[str, set[str]]:
+    """``{'lipgan.trainer': {'lipgan.loop', ...}}``: which lipgan modules each one imports, at any
+    depth (function-level imports included; ``if TYPE_CHECKING:`` blocks left out)."""
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets = set()
+        for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(resolve(alias.name) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from . import x, from .m import y
+                    parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parent + ([node.module] if node.module else []))
+                for alias in node.names:  # `from lipgan import run` imports the module lipgan.run
+                    full = f"{base}.{alias.name}"
+                    targets.add(full if full in modules else resolve(base))
+        graph[name] = {t for t in targets if t and t != name and t.startswith("lipgan")}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_the_cycle_check_sees_function_level_imports(tmp_path):
+    package = tmp_path / "lipgan"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from lipgan.b import f\n")
+    (package / "b.py").write_text("def f():\n    from lipgan import a\n")
+    (package / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lipgan.a import f\n"
+    )
+    (package / "d.py").write_text("import lipgan.c\n")
+    graph = module_graph(package)
+    assert graph["lipgan.b"] == {"lipgan.a"} and graph["lipgan.c"] == set()
+    assert import_cycles(graph) == [["lipgan.a", "lipgan.b"]]
+
+
+def test_lipgan_has_no_import_cycle():
+    """Modules import downwards only: trainer -> loop -> checkpoint -> rundir, never back (the
+    host loop lived in run.py, which imported trainer.py, which imported it back inside fit;
+    rundir imported trainer for flat_settings)."""
+    assert import_cycles(module_graph()) == []

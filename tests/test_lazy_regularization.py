@@ -59,6 +59,7 @@ def _same(a, b):
         np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_engine_applies_the_lazy_penalty_per_critic_update():
     real = tf.random.stateless_normal([8, 2], seed=[7, 7])
     lazy = toy_wgan(GradientPenalty(weight=0.5, every=2), n_critic=2)
@@ -72,11 +73,31 @@ def test_engine_applies_the_lazy_penalty_per_critic_update():
         _same(scaled.critic_gradients(real, 0, 1), plain.critic_gradients(real, 0, 1))
 
 
+def test_critic_gradients_trace_once_per_phase_not_once_per_step():
+    """The step is a tensor (as in training): a diagnostic that walks many steps pays one trace."""
+
+    class CountingTraces(NoConstraint):
+        traces = 0
+
+        def penalty(self, critic, real, fake, ctx):
+            CountingTraces.traces += 1  # Python runs only while tracing
+            return None
+
+    wgan = toy_wgan(CountingTraces(), n_critic=2)
+    real = tf.random.stateless_normal([8, 2], seed=[7, 7])
+    for step in range(3):
+        wgan.critic_gradients(real, step, 0)
+    assert CountingTraces.traces == 1
+    wgan.critic_gradients(real, 0, 1)  # another phase: another trace
+    assert CountingTraces.traces == 2
+
+
 @pytest.fixture(scope="module")
 def every_step():
     return fit_critic(GradientPenalty(weight=10.0), iterations=150)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("every", [4, 16])
 def test_lazy_penalty_keeps_the_fixed_pair_optimum(every_step, every):
     """On the fixed pair, k = 4 and 16 end within 5 % of the every-update ‖∇D‖ and gap.

@@ -116,6 +116,24 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path):
     assert logged == sorted(set(logged)) and logged[-1] == steps  # no step logged twice
 
 
+RUN_SEPARATOR = "=== lipgan run ===\n"
+
+#: ``lipgan run ARGS`` for each ARGS of a JSON list, in one process (one TensorFlow start); each
+#: run's output follows RUN_SEPARATOR; the first failing run ends the process with its status.
+RUNS_IN_ONE_PROCESS = """
+import json, sys, traceback
+from click.testing import CliRunner
+from lipgan.cli import cli
+for args in json.loads(sys.argv[1]):
+    result = CliRunner().invoke(cli, args)
+    print("=== lipgan run ===\\n" + result.output, flush=True)
+    if result.exit_code != 0:
+        if result.exc_info and not isinstance(result.exception, SystemExit):
+            traceback.print_exception(*result.exc_info)
+        sys.exit(result.exit_code)
+"""
+
+
 @pytest.mark.slow
 def test_sigkill_then_resume_across_checkpoint_input_and_strategy_changes(tmp_path):
     """Issue 27: the kill -9 test again, with the segments changing what they checkpoint.
@@ -153,11 +171,15 @@ def test_sigkill_then_resume_across_checkpoint_input_and_strategy_changes(tmp_pa
         (45, ["--strategy", "default", "--force"]),
         (steps, []),
     ]
-    outputs = []
-    for until, extra in segments:
-        done = finish(start_python(*run, "--bind", f"train.steps={until}", *extra))
-        assert done.returncode == 0, done.stderr[-2000:]
-        outputs.append(done.stdout)
+    # The three resumes in one child (one TensorFlow start, not three): `lipgan run` in-process.
+    runs = [
+        ["run", *bindings, "--run-dir", str(split), "--bind", f"train.steps={until}", *extra]
+        for until, extra in segments
+    ]
+    done = finish(start_python("-c", RUNS_IN_ONE_PROCESS, json.dumps(runs)))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    outputs = done.stdout.split(RUN_SEPARATOR)[1:]
+    assert len(outputs) == len(segments), done.stdout[-2000:]
     assert "fast-forwarding" in outputs[0] and "fast-forwarding" in outputs[1]
     assert "fast-forwarding" not in outputs[2]  # ckpt-45 holds the position of what was read
     a, b = weights(tmp_path / "whole"), weights(split)
@@ -301,6 +323,7 @@ def test_non_finite_value_stops_with_step_and_term_and_keeps_last_good_checkpoin
 
 
 # -- run-dir rules ----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_different_config_is_refused_then_forced(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
@@ -325,6 +348,7 @@ def test_different_config_is_refused_then_forced(tmp_path):
     assert checkpoint_steps(run_dir)[-1] == 10
 
 
+@pytest.mark.slow
 def test_resume_uses_the_runs_own_config_and_can_extend_it(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
@@ -338,6 +362,7 @@ def test_resume_uses_the_runs_own_config_and_can_extend_it(tmp_path):
     one_line_error(invoke("run", "--resume", str(tmp_path / "nothing")), "no such run directory")
 
 
+@pytest.mark.slow
 def test_corrupted_checkpoint_falls_back_then_fails_clearly(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 10)
@@ -380,6 +405,7 @@ def test_run_dir_that_is_a_file_or_not_writable(tmp_path):
 
 
 # -- eval, sample, config show --------------------------------------------------------------------
+@pytest.mark.slow
 def test_eval_sample_and_config_show(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
@@ -415,6 +441,7 @@ def test_eval_and_sample_need_a_checkpoint(tmp_path):
 
 
 # -- progress and TensorBoard ---------------------------------------------------------------------
+@pytest.mark.slow
 def test_terminal_gets_a_bar_pipes_get_lines_quiet_gets_the_run_dir(tmp_path):
     import io
 
@@ -447,6 +474,7 @@ def test_terminal_gets_a_bar_pipes_get_lines_quiet_gets_the_run_dir(tmp_path):
     assert quiet.exit_code == 0 and quiet.output.strip() == str(tmp_path / "q")
 
 
+@pytest.mark.slow
 def test_tensorboard_gets_scalars_histograms_and_sample_images(tmp_path):
     run_dir = tmp_path / "run"
     train(
@@ -480,6 +508,7 @@ def test_tensorboard_gets_scalars_histograms_and_sample_images(tmp_path):
     assert row["step"] == 10 and row["eval/modes_covered"] <= 8
 
 
+@pytest.mark.slow
 def test_resume_without_the_input_in_checkpoints_replays_it_exactly(tmp_path):
     off = ["--bind", "train.checkpoint_input=False"]
     train(tmp_path / "whole", 10, *off)

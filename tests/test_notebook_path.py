@@ -40,7 +40,7 @@ def trainer(data, **kwargs):
 
 
 def first_batch(t):
-    return next(iter(t.data)).numpy()
+    return next(iter(t.batches)).numpy()
 
 
 # -- 1. data adapters ------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ def make_trainer(learning_rate=1e-3, weight=1.0, **intervals):
         constraint=GradientPenalty(weight=weight),
         critic_optimizer=keras.optimizers.Adam(learning_rate),
         generator_optimizer=keras.optimizers.Adam(1e-3),
-        step=lipgan.StepConfig(global_batch_size=32, n_critic=2, seed=3),
+        step_config=lipgan.StepConfig(global_batch_size=32, n_critic=2, seed=3, jit_compile=False),
         intervals=lipgan.Intervals(
             **{"log_every": 2, "checkpoint_every": 3, "plot_samples": 0, **intervals}
         ),
@@ -94,6 +94,7 @@ def lipgan_quiet():
     return Progress(lambda line: None)
 
 
+@pytest.mark.slow
 def test_a_run_dir_with_different_settings_is_refused_from_python(tmp_path):
     make_trainer().fit(1, run_dir=tmp_path, progress=lipgan_quiet())
     with pytest.raises(
@@ -110,6 +111,7 @@ def test_a_run_dir_with_different_settings_is_refused_from_python(tmp_path):
     assert '"weight": 1.0' in (tmp_path / "settings-before-2.json").read_text()
 
 
+@pytest.mark.slow
 def test_a_keras_model_instance_is_trained_in_place_on_one_device():
     """Unless a constraint wraps it (spectral norm; the penalties' default ReLU pruning makes an
     exact copy): the model trained is always ``trainer.critic``."""
@@ -120,7 +122,7 @@ def test_a_keras_model_instance_is_trained_in_place_on_one_device():
         critic=model,
         generator=lambda shape: lipgan.models.mlp_generator(shape, width=8, depth=1),
         constraint=lipgan.constraints.GradientPenalty(fast_relu=False),
-        step=lipgan.StepConfig(global_batch_size=16, n_critic=1),
+        step_config=lipgan.StepConfig(global_batch_size=16, n_critic=1, jit_compile=False),
     )
     assert trainer.critic is model
     trainer.fit(1, progress=lipgan_quiet())
@@ -134,19 +136,20 @@ class NaNPenalty(lipgan.Constraint):
         return tf.fill([tf.shape(real)[0]], float("nan"))
 
 
+@pytest.mark.slow
 def test_the_non_finite_guard_holds_from_python():
     trainer = lipgan.Trainer(
         data=user_data(),
         critic=user_critic,
         generator=lambda shape: lipgan.models.mlp_generator(shape, width=8, depth=1),
         constraint=NaNPenalty(),
-        step=lipgan.StepConfig(global_batch_size=16, n_critic=1),
+        step_config=lipgan.StepConfig(global_batch_size=16, n_critic=1),
     )
     with pytest.raises(NonFiniteLossError, match=r"non-finite penalty \(critic update 1 of 1\)"):
         trainer.fit(3, progress=lipgan_quiet())
     # and the engine's own run() no longer drops it
     with pytest.raises(NonFiniteLossError, match="penalty"):
-        trainer.wgan.run(trainer.wgan.distribute(trainer.data), 1)
+        trainer.wgan.run(trainer.wgan.distribute(trainer.batches), 1)
 
 
 def test_public_names_are_the_registered_classes():

@@ -24,6 +24,7 @@ def metric_steps(run_dir) -> list[int]:
 
 
 # -- 1. a damaged checkpoint state file -----------------------------------------------------------
+@pytest.mark.slow
 def test_damaged_state_file_resumes_from_the_newest_checkpoint_file(tmp_path):
     """Garbage or an empty ``checkpoints/checkpoint``: resume from the files, never from step 0."""
     run_dir = tmp_path / "run"
@@ -42,6 +43,7 @@ def test_damaged_state_file_resumes_from_the_newest_checkpoint_file(tmp_path):
     assert checkpoint_steps(run_dir) == [10, 15, 20]  # max_to_keep=3 still applies
 
 
+@pytest.mark.slow
 def test_damaged_state_file_and_unreadable_checkpoints_stop_without_writing(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
@@ -313,6 +315,7 @@ print("returned", flush=True)
 """
 
 
+@pytest.mark.slow
 def test_sigterm_ends_the_wait_for_peers_at_once(silent_peer):
     import json
 
@@ -355,6 +358,7 @@ def test_tensorflow_cluster_start_is_bounded_too(monkeypatch):
 
 
 # -- 5. config history and run-dir rules ----------------------------------------------------------
+@pytest.mark.slow
 def test_force_twice_at_one_step_keeps_every_replaced_config(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
@@ -365,6 +369,7 @@ def test_force_twice_at_one_step_keeps_every_replaced_config(tmp_path):
     assert "gradient_penalty.weight = 2.0" in (run_dir / "config.gin").read_text()
 
 
+@pytest.mark.slow
 def test_checkpoints_without_a_config_record_need_force(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
@@ -396,6 +401,7 @@ def test_wrong_parameter_types_fail_before_anything_is_written(tmp_path, binding
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_a_run_that_failed_before_its_first_checkpoint_does_not_bind_the_next(
     tmp_path, bad_penalty_plugin
 ):
@@ -480,6 +486,7 @@ def test_bad_dataset_settings(tmp_path, binding, message):
     assert not run_dir.exists()
 
 
+@pytest.mark.slow
 def test_sample_into_an_unwritable_place(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
@@ -490,6 +497,7 @@ def test_sample_into_an_unwritable_place(tmp_path):
     assert blocker.read_text() == "x"
 
 
+@pytest.mark.slow
 def test_full_disk_during_a_checkpoint_save(tmp_path, monkeypatch):
     import tensorflow as tf
 
@@ -571,6 +579,7 @@ def test_error_inside_a_plugin_penalty_names_the_error_and_where(
         assert line == "Error: raising.threshold must be set for this critic"
 
 
+@pytest.mark.slow
 def test_force_with_a_changed_model_says_so(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)

@@ -48,6 +48,7 @@ def test_resume_after_a_fast_forward_replays_the_right_input(tmp_path):
 
 
 # -- 2. metrics.jsonl keeps a row for every checkpoint --------------------------------------------
+@pytest.mark.slow
 def test_a_failure_at_a_logged_step_leaves_no_checkpoint_without_its_row(tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
     calls = []
@@ -68,6 +69,7 @@ def test_a_failure_at_a_logged_step_leaves_no_checkpoint_without_its_row(tmp_pat
     assert "eval/simulated" in json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[1])
 
 
+@pytest.mark.slow
 def test_a_resume_measures_again_the_row_its_checkpoint_lacks(tmp_path, monkeypatch):
     """A run dir of an older lipgan can hold ckpt-N without row N: evaluation is redone."""
     monkeypatch.setattr(
@@ -84,6 +86,7 @@ def test_a_resume_measures_again_the_row_its_checkpoint_lacks(tmp_path, monkeypa
     assert [r["step"] for r in rows] == [5, 10, 15] and rows[1]["eval/step"] == 10
 
 
+@pytest.mark.slow
 def test_a_torn_last_metrics_line_is_dropped_with_a_warning(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
@@ -128,7 +131,7 @@ def test_an_overflowing_generator_update_is_caught_and_never_checkpointed(tmp_pa
         generator=generator,
         constraint=lipgan.constraints.GradientPenalty(weight=1.0),
         generator_optimizer=keras.optimizers.SGD(1e34),
-        step=lipgan.StepConfig(global_batch_size=16, n_critic=1, seed=3, jit_compile=False),
+        step_config=lipgan.StepConfig(global_batch_size=16, n_critic=1, seed=3, jit_compile=False),
         intervals=lipgan.Intervals(log_every=1, checkpoint_every=1, plot_samples=0),
     )
     run_dir = tmp_path / "run"
@@ -156,6 +159,7 @@ def save_nan_checkpoint(run_dir, step):
     checkpoint._manager().save(checkpoint_number=step)
 
 
+@pytest.mark.slow
 def test_readers_refuse_non_finite_weights_and_training_falls_back(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
@@ -171,6 +175,7 @@ def test_readers_refuse_non_finite_weights_and_training_falls_back(tmp_path):
 
 
 # -- 4. fit(steps) counts steps in total ----------------------------------------------------------
+@pytest.mark.slow
 def test_fit_counts_steps_in_total_and_continues_the_data(tmp_path):
     straight = make_trainer().fit(6, progress=lipgan_quiet())
     trainer = make_trainer()
@@ -201,11 +206,12 @@ def small_trainer(data, constraint=None):
         critic=lambda shape: lipgan.models.mlp_critic(shape, width=8, depth=1),
         generator=lambda shape: lipgan.models.mlp_generator(shape, width=8, depth=1),
         constraint=constraint or lipgan.constraints.GradientPenalty(weight=1.0),
-        step=lipgan.StepConfig(global_batch_size=16, n_critic=1, seed=3, jit_compile=False),
+        step_config=lipgan.StepConfig(global_batch_size=16, n_critic=1, seed=3, jit_compile=False),
         intervals=lipgan.Intervals(log_every=1, checkpoint_every=1, plot_samples=0),
     )
 
 
+@pytest.mark.slow
 def test_resume_from_python_refuses_other_data(tmp_path):
     from lipgan.errors import RunDirError
 
@@ -357,6 +363,7 @@ def test_gin_include_loops_raising_imports_and_sibling_includes(
     one_line_error(invoke("config", "show", "--gin", main), *fragments)
 
 
+@pytest.mark.slow
 def test_bad_seeds_are_one_line(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
@@ -376,6 +383,7 @@ def test_bad_seeds_are_one_line(tmp_path):
     assert not (tmp_path / "x.npz").exists()
 
 
+@pytest.mark.slow
 def test_full_disk_at_the_first_checkpoint_names_the_size_needed(tmp_path, monkeypatch):
     def full_disk(self, checkpoint_number=None, **kwargs):
         raise tf.errors.ResourceExhaustedError(None, None, "No space left on device")
@@ -430,6 +438,7 @@ def test_sigint_during_start_up_exits_130(monkeypatch):
     assert "Aborted!" not in result.output and "Stopped: SIGINT" in result.output
 
 
+@pytest.mark.slow
 def test_debris_of_killed_runs_is_cleaned_on_the_next_start(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 10)
@@ -445,6 +454,7 @@ def test_debris_of_killed_runs_is_cleaned_on_the_next_start(tmp_path):
     assert checkpoint_steps(run_dir) == [10, 15, 20]  # max_checkpoints=3 covers the orphan too
 
 
+@pytest.mark.slow
 def test_odd_run_dirs_get_a_plain_line(tmp_path):
     loop = tmp_path / "loop"
     loop.symlink_to(loop)
@@ -536,7 +546,7 @@ def test_training_diagnostics_report_replica_drift_once(capsys):
     replicas in the kit test above): logged as a metric, warned about once."""
     from types import SimpleNamespace
 
-    from lipgan.run import TrainingLoop
+    from lipgan.loop import TrainingLoop
 
     wgan = SimpleNamespace(replica_drift=lambda: (0.01, "critic weight dense/kernel"))
     loop = SimpleNamespace(wgan=wgan)

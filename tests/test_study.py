@@ -157,31 +157,13 @@ def test_quick_study_from_the_cli_reports_structure_and_a_collapsed_cell(tmp_pat
     assert (out / "study.png").stat().st_size > 1000
 
 
-def _processes_mentioning(text: str) -> list[int]:
-    """PIDs of live processes whose command line contains ``text`` (Linux /proc)."""
-    from pathlib import Path
-
-    pids = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if text in cmdline.read_bytes().decode(errors="replace"):
-                pids.append(int(cmdline.parent.name))
-        except OSError:  # the process ended while we looked
-            continue
-    return pids
-
-
 @pytest.mark.slow
 def test_a_signalled_study_stops_its_cells_and_the_same_command_resumes_them(tmp_path):
     """SIGTERM to `lipgan study` (a scheduler's stop; a terminal's Ctrl-C reaches only the study,
     whose cells run in their own sessions): each running cell saves a checkpoint and stays
     unfinished, not "failed"; no cell process outlives the study; exit 143 with one line saying how
     to resume; the same command then finishes both cells from their checkpoints."""
-    import signal
-    import time
-
-    from tests.conftest import finish, start_python
-    from tests.helpers import CLI, TINY
+    from tests.helpers import CLI, TINY, resume_study, stop_study_once_cells_log
     from tests.test_lifecycle import checkpoint_steps
 
     out = tmp_path / "stopped"
@@ -191,35 +173,14 @@ def test_a_signalled_study_stops_its_cells_and_the_same_command_resumes_them(tmp
     args += [*TINY, "--bind", "train.eval_every=0", "--bind", "train.checkpoint_every=0"]
     spec = StudySpec(("gradient_penalty",), ("8gaussians",), 2, steps)
     run_dirs = [cell_dir(out, cell) for cell in spec.cells()]
-    proc = start_python(*args)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        logs = [d / "metrics.jsonl" for d in run_dirs]
-        if all(f.is_file() and f.read_text().strip() for f in logs):
-            break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
-    stopped = finish(proc, timeout=300)
-    assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr[-3000:]
-    last = stopped.stderr.strip().splitlines()[-1]
-    assert last.startswith("Stopped: SIGTERM: the study stopped with 0 of 2 cells finished"), last
-    assert "run the same command again to resume" in last and "Traceback" not in stopped.stderr
-    assert _processes_mentioning(str(out)) == []
+    stop_study_once_cells_log(args, run_dirs, out)
     for run_dir in run_dirs:
-        assert not (run_dir / "result.json").exists()  # unfinished, not failed
         saved = checkpoint_steps(run_dir)
         assert saved and 0 < saved[-1] < steps  # saved on the signal (interval saves are off)
 
-    resumed = finish(start_python(*args), timeout=600)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    data = json.loads((out / "study.json").read_text())
-    assert [c["status"] for c in data["cells"]] == ["ok", "ok"], data["cells"]
-    for run_dir, stop_step in zip(run_dirs, [checkpoint_steps(d)[0] for d in run_dirs]):
-        assert json.loads((run_dir / "result.json").read_text())["step"] == steps
-        logged = [json.loads(ln)["step"] for ln in (run_dir / "metrics.jsonl").open()]
-        # continued from the checkpoint: the steps before it were not trained (or logged) twice
-        assert logged == sorted(set(logged)) and logged[-1] == steps
-        assert 0 < stop_step < steps
+    resume_study(args, run_dirs, out, steps)
+    for run_dir in run_dirs:  # continued from the checkpoint the signal saved
+        assert 0 < checkpoint_steps(run_dir)[0] < steps
 
 
 def test_digits_cells_pick_the_median_seed_by_fd_and_show_an_image_grid():
@@ -274,3 +235,23 @@ def test_the_default_budget_is_each_configs_own_steps_and_every_row_the_study_ru
     assert "mlp_critic.activation = 'maxmin'" in bjorck
     # The config's own periodic evaluation is replaced by the cheaper curve; --bind still wins.
     assert binding["gradient_penalty:every=4"][-1] == "train.eval_every = 0"
+
+
+@pytest.mark.slow
+def test_a_cell_sees_the_import_path_of_the_study_that_started_it(tmp_path, monkeypatch):
+    """A cell is a child ``python -m`` started by lipgan.child_process: it imports from the
+    study's own ``sys.path`` (a plugin on a path added in-process, e.g. from a notebook, is
+    found by the cell too), not only from the inherited PYTHONPATH."""
+    from lipgan.study.runner import run_cell_process
+    from lipgan.study.spec import Cell
+    from tests.fake_dists import make_dist
+
+    marker = tmp_path / "imported"
+    source = f"open({str(marker)!r}, 'w').write('seen')\n"
+    site = make_dist(tmp_path / "site", "lipgan-path-probe", "0.1", "path_probe", "probe", source)
+    monkeypatch.syspath_prepend(str(site))
+    # The plugins load before the bindings are parsed; this one fails there, at once.
+    cell = Cell("ring", "none", 0, 10, 2500, ("no_such_configurable.x=1",))
+    result = run_cell_process(tmp_path / "out", cell, 1)
+    assert result["status"] == "failed" and "no_such_configurable" in result["error"], result
+    assert marker.read_text() == "seen"  # the plugin was discovered on the study's sys.path

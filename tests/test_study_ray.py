@@ -23,9 +23,8 @@ from click.testing import CliRunner
 from lipgan.cli import cli
 from lipgan.study import QUICK, StudySpec, run_study
 from lipgan.study.runner import cell_dir
-from tests.conftest import finish, start_python
-from tests.test_lifecycle import CLI, TINY, checkpoint_steps
-from tests.test_study import _processes_mentioning
+from tests.helpers import CLI, TINY, processes_mentioning, resume_study, stop_study_once_cells_log
+from tests.test_lifecycle import checkpoint_steps
 
 #: Fields of a cell's result that measure time, not training: everything else must be equal.
 TIMING = ("seconds_per_iteration", "time_includes_compile")
@@ -185,7 +184,7 @@ def test_a_killed_ray_worker_is_retried_and_the_cell_resumes_from_its_checkpoint
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not (log.is_file() and log.read_text().strip()):
         time.sleep(0.05)
-    (cell,) = [p for p in _processes_mentioning(str(run_dir)) if "lipgan.study.cell" in _cmd(p)]
+    (cell,) = [p for p in processes_mentioning(str(run_dir)) if "lipgan.study.cell" in _cmd(p)]
     worker = _ppid(cell)  # the Ray worker that runs the cell's task
     assert "ray" in _cmd(worker).lower(), _cmd(worker)
     os.kill(worker, signal.SIGKILL)
@@ -198,7 +197,7 @@ def test_a_killed_ray_worker_is_retried_and_the_cell_resumes_from_its_checkpoint
     assert 0 < stop_step < steps  # saved by the orphaned cell (interval saves are off)
     logged = [json.loads(ln)["step"] for ln in log.open()]
     assert logged == sorted(set(logged)) and logged[-1] == steps  # resumed, not restarted
-    assert _processes_mentioning(str(out)) == []
+    assert processes_mentioning(str(out)) == []
 
 
 @pytest.mark.slow
@@ -215,36 +214,14 @@ def test_a_signalled_ray_driver_cancels_its_tasks_and_the_same_command_resumes(
     args += [*TINY, "--bind", "train.eval_every=0", "--bind", "train.checkpoint_every=0"]
     spec = StudySpec(("gradient_penalty",), ("8gaussians",), 2, steps)
     run_dirs = [cell_dir(out, cell) for cell in spec.cells()]
-    proc = start_python(*args)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        logs = [d / "metrics.jsonl" for d in run_dirs]
-        if all(f.is_file() and f.read_text().strip() for f in logs):
-            break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
-    stopped = finish(proc, timeout=300)
-    assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr[-3000:]
-    last = stopped.stderr.strip().splitlines()[-1]
-    assert last.startswith("Stopped: SIGTERM: the study stopped with 0 of 2 cells finished"), last
-    assert "run the same command again to resume" in last and "Traceback" not in stopped.stderr
-    assert _processes_mentioning(str(out)) == []  # the cancelled tasks waited for their cells
+    stop_study_once_cells_log(args, run_dirs, out)  # the cancelled tasks waited for their cells
     saved = [checkpoint_steps(run_dir) for run_dir in run_dirs]
-    for run_dir, steps_saved in zip(run_dirs, saved):
-        assert not (run_dir / "result.json").exists()  # unfinished, not failed
-        assert steps_saved  # interval saves are off: saved on the signal (or at the end)
+    assert all(saved), saved  # interval saves are off: saved on the signal (or at the end)
     # A cell Ray started late may still be evaluating when the other one is stopped mid-run; at
     # least one is stopped mid-run, by its cancelled task.
     assert any(0 < s[-1] < steps for s in saved), saved
 
-    resumed = finish(start_python(*args), timeout=600)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    data = json.loads((out / "study.json").read_text())
-    assert [c["status"] for c in data["cells"]] == ["ok", "ok"], data["cells"]
-    for run_dir in run_dirs:
-        assert json.loads((run_dir / "result.json").read_text())["step"] == steps
-        logged = [json.loads(ln)["step"] for ln in (run_dir / "metrics.jsonl").open()]
-        assert logged == sorted(set(logged)) and logged[-1] == steps
+    resume_study(args, run_dirs, out, steps)
 
 
 ORPHAN = """

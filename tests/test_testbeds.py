@@ -12,6 +12,7 @@ def test_gp_optimum_closed_form():
     assert gp_optimum(5.0, target=2.0) == pytest.approx((3.2, 9.6))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("weight", [10.0, 5.0])
 def test_fixed_pair_gradient_penalty_reaches_the_analytic_optimum(weight):
     result = fit_critic(GradientPenalty(weight=weight), iterations=150)
@@ -20,6 +21,7 @@ def test_fixed_pair_gradient_penalty_reaches_the_analytic_optimum(weight):
     assert result.critic_gap == pytest.approx(gap, rel=0.02)
 
 
+@pytest.mark.slow
 def test_fixed_pair_gradient_penalty_with_target_2_reaches_its_closed_form():
     """γ ≠ 1 under the published λ(‖g‖ − γ)²/γ² (ProGAN, TF-GAN): ‖∇D‖ = γ + 3γ²/(2λ) = 2.6."""
     result = fit_critic(GradientPenalty(weight=10.0, target=2.0), iterations=150)

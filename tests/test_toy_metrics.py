@@ -106,6 +106,7 @@ def test_collapse_with_one_stray_point_per_mode_is_caught_by_reverse_kl(toy_set)
     assert m["reverse_kl"] == pytest.approx(expected, rel=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("toy_set", ["2d_ring", "2d_grid"])
 def test_perfect_sampler_scores_zero_reverse_kl_and_high_quality(toy_set):
     rng = np.random.default_rng(4)

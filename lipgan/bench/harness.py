@@ -390,7 +390,7 @@ def _measure_group(
             entries += _lipgan_cases(
                 cfg, strategy, model_name, batch, mode, constraint_spec, registry
             )
-        except ConfigError as exc:  # a constraint that refuses this critic (bjorck on convs)
+        except ConfigError as exc:  # a constraint that refuses this critic or its settings
             log(f"skip {model_name} {constraint_spec}: {exc}")
     if (
         cfg.keras_io

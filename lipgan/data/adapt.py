@@ -16,6 +16,8 @@ Anything else is refused with one line that says what was expected.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import tensorflow as tf
 
@@ -92,3 +94,37 @@ def examples(data, data_key: str | None = None) -> tf.data.Dataset:
     if spec.dtype != tf.float32:
         data = data.map(_to_float32)
     return data
+
+
+def data_factory(data, data_key: str | None = None) -> Callable:
+    """``(global_batch_size, seed) -> tf.data.Dataset`` of global batches, from what the user gave
+    (datasets of dicts, batched datasets, arrays and dtypes are adapted by :func:`examples`).
+
+    :class:`lipgan.Trainer`'s ``data``, and a run dir's data snapshot (:mod:`lipgan.architecture`)."""
+    if isinstance(data, str):
+        from lipgan.data.pipeline import dataset
+
+        return dataset(data)
+    if isinstance(data, (tf.data.Dataset, np.ndarray)):
+        given = data
+        data = adapted = examples(given, data_key)
+
+        def batches(global_batch_size: int, seed: int) -> tf.data.Dataset:
+            # The caller's pipeline, as given: lipgan only repeats and batches it (static shapes).
+            return adapted.repeat().batch(global_batch_size, drop_remainder=True)
+
+        batches.settings = {
+            "element_spec": str(
+                given.element_spec if isinstance(given, tf.data.Dataset) else data.element_spec
+            )
+        }
+        if data_key is not None:
+            batches.settings["data_key"] = data_key
+        batches.examples = adapted
+        return batches
+    if callable(data):
+        return data
+    raise ConfigError(
+        f"data must be a dataset name, a tf.data.Dataset or NumPy array of examples, or a factory "
+        f"(global_batch_size, seed) -> dataset; got {type(data).__name__}"
+    )

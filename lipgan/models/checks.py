@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import keras
@@ -56,3 +57,40 @@ def warn_if_batch_norm(critic, constraint_name: str) -> bool:
             stacklevel=2,
         )
     return bool(names)
+
+
+def hint_if_relu(critic, constraint_name: str) -> bool:
+    """Hint (one line on stderr, once per constraint and process) that a certified constraint
+    wants GroupSort.
+
+    Anil, Lucas & Grosse, "Sorting out Lipschitz function approximation" (ICML 2019), Sec. 3-4:
+    a network with norm-constrained weights and ReLU (or leaky ReLU) activations loses gradient
+    norm wherever a unit is off, so it cannot keep ‖∇D‖ = 1 and cannot represent the optimal
+    WGAN critic even when it is certified 1-Lipschitz; GroupSort (MaxMin) activations preserve
+    the gradient norm. ``bjorck`` and ``aol`` (:class:`lipgan.reparametrized.KernelConstruction`)
+    call this at build time. Returns whether the critic has such activations.
+    """
+    from lipgan.lipschitz import relu_layer_slope, relu_slope
+
+    relus = sorted(
+        layer.name
+        for layer in sublayers(critic)
+        if relu_layer_slope(layer) is not None
+        or relu_slope(getattr(layer, "activation", None)) is not None
+    )
+    if relus and constraint_name not in _HINTED:
+        _HINTED.add(constraint_name)
+        print(
+            f"hint: {constraint_name}: the critic uses (leaky) ReLU ({', '.join(relus[:3])}"
+            f"{', ...' if len(relus) > 3 else ''}); with norm-constrained weights ReLU loses "
+            "gradient norm, so a MaxMin/GroupSort activation is recommended (e.g. "
+            "lipgan.models.mlp_critic(..., activation='maxmin'); Anil et al. 2019, \"Sorting out "
+            'Lipschitz function approximation")',
+            file=sys.stderr,
+            flush=True,
+        )
+    return bool(relus)
+
+
+#: Constraints :func:`hint_if_relu` has hinted about in this process (the hint is given once).
+_HINTED: set[str] = set()

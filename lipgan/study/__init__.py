@@ -64,8 +64,11 @@ def run_study(
         paths = report.write(Path(out), spec.as_dict(), results, command, log, total)
         return StudyReport(spec, results, paths)
 
+    from lipgan.study.executors import LocalExecutor
+
+    executor = executor or LocalExecutor(jobs or runner.default_jobs()[0])
     results = runner.run_cells(
-        spec, Path(out), jobs=jobs, threads=threads, force=force, log=log, executor=executor
+        spec, Path(out), executor=executor, threads=threads, force=force, log=log
     )
     paths = report.write(Path(out), spec.as_dict(), results, command, log)
     return StudyReport(spec, results, paths)

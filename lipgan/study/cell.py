@@ -1,10 +1,12 @@
 """One study cell in its own process: ``python -m lipgan.study.cell CELL_JSON RUN_DIR``.
 
-Trains through the same ``fit`` call as ``lipgan run`` (gin config -> a :class:`lipgan.Trainer`,
-:func:`lipgan.config.fit_configured`; re-running on the run dir resumes from its checkpoint), takes
-the quality curve between compiled calls (:mod:`lipgan.study.curve`), then evaluates the trained
-models on the PacGAN protocol's 2,500 samples and writes ``result.json`` (with the curve, and
-``samples.npy`` for the study's scatter plots) in the run dir. The toy sets' W1 floor is left to
+Trains through the same call as ``lipgan run`` (:func:`lipgan.config.train_configured`: the gin
+root ``train``, a :class:`lipgan.Trainer` and its ``fit``; re-running on the run dir resumes from
+its checkpoint), takes the quality curve between compiled calls (:mod:`lipgan.study.curve`), then
+evaluates the trained models on the PacGAN protocol's 2,500 samples and writes ``result.json``
+(with the curve, and ``samples.npy`` for the study's scatter plots) in the run dir. gin only turns a
+cell's SPEC into a trainer: :func:`train_cell` measures a :class:`lipgan.Trainer` made from Python
+objects the same way, without gin. The toy sets' W1 floor is left to
 the study (once per data set, :mod:`lipgan.study.references`). A failure of any kind is written
 there as ``status: failed`` with its first line, exit 1. A SIGINT/SIGTERM stop writes no result:
 the run saves its checkpoint, the curve marks its clock, and the process exits 128 + signal,
@@ -31,6 +33,7 @@ import numpy as np
 from lipgan.errors import Interrupted
 from lipgan.interrupt import ORPHAN_ENV, stop_when_orphaned
 from lipgan.progress import Progress
+from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES
 
 
 class Timing(Progress):
@@ -38,14 +41,34 @@ class Timing(Progress):
 
     The clock runs from the start of the training loop (after the run dir is restored), tracing
     and compilation included, and stops while the curve evaluates, so curve points cost no
-    training time and ``seconds_per_iteration`` does not include them.
+    training time and ``seconds_per_iteration`` does not include them. The curve (every
+    ``eval_every`` iterations, on toy data only) is set up when fit hands over its trainer.
     """
 
-    def __init__(self, curve=None):
+    def __init__(self, run_dir: Path | None = None, eval_every: int = 0, eval_samples: int = 0):
         super().__init__(lambda line: None)
-        self.curve = curve
+        self.run_dir, self.eval_every, self.eval_samples = run_dir, eval_every, eval_samples
+        self.curve = None
         self.marks: list[tuple[int, float]] = []
         self.paused = 0.0
+
+    def set_trainer(self, trainer) -> None:
+        from lipgan import evaluation
+        from lipgan.study.curve import CURVE_FILE, Curve
+
+        super().set_trainer(trainer)
+        toy = evaluation.toy_set_of(trainer.wgan, trainer.dataset)
+        if self.eval_every and toy:
+            self.curve = Curve(
+                trainer.wgan,
+                toy,
+                seed=trainer.seed,
+                num_samples=self.eval_samples,
+                every=self.eval_every,
+                run_dir=self.run_dir,
+            )
+        elif self.run_dir is not None and (self.run_dir / CURVE_FILE).exists():
+            (self.run_dir / CURVE_FILE).unlink()
 
     def start(self, total: int, initial: int) -> None:
         super().start(total, initial)
@@ -109,9 +132,9 @@ def class_metrics(fake: np.ndarray, data_dir=None) -> dict:
 
 
 def run_cell(cell: dict, run_dir: Path) -> dict:
-    from lipgan import config, evaluation
+    """Train and measure a cell given as its JSON dict (gin files and bindings, :class:`Cell`)."""
+    from lipgan import config
     from lipgan.plugins import load_registry
-    from lipgan.study.curve import CURVE_FILE, Curve, points, read
     from lipgan.study.spec import Cell
 
     threads = int(os.environ.get("LIPGAN_STUDY_THREADS", "0"))
@@ -127,29 +150,47 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
     # user passed with --bind come last and still win).
     schedule = config.stretched_schedules(gin_files, spec.steps, registry)
     config.parse(gin_files, schedule + bindings, registry)
+    # `lipgan run`'s call (same settings, run dir checks, checkpoints, resume, gin record).
+    return measure(
+        lambda timing: config.train_configured(run_dir=run_dir, progress=timing),
+        run_dir,
+        eval_samples=spec.eval_samples,
+        eval_every=spec.eval_every,
+    )
+
+
+def train_cell(
+    trainer,
+    run_dir: Path,
+    steps: int,
+    *,
+    eval_samples: int = EVAL_SAMPLES,
+    eval_every: int = EVAL_EVERY,
+) -> dict:
+    """Train ``trainer`` (a :class:`lipgan.Trainer` made from Python objects) to ``steps`` in
+    ``run_dir`` and measure it as a study cell; the result :func:`run_cell` returns. No gin."""
+    return measure(
+        lambda timing: trainer.fit(steps, run_dir=run_dir, progress=timing),
+        Path(run_dir),
+        eval_samples=eval_samples,
+        eval_every=eval_every,
+    )
+
+
+def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
+    """Call ``fit(progress)`` (a fit of one trainer in ``run_dir``) with the cell's clock and
+    curve, then evaluate what it trained on ``eval_samples``: the cell's result."""
+    from lipgan import evaluation
+    from lipgan.study.curve import points, read
+
     started = time.perf_counter()
-    # One trainer for training, the curve and the final evaluation: `lipgan run`'s fit call
-    # (same settings, run dir checks, checkpoints, resume), holding the models in between.
-    trainer = config.build_trainer()
-    toy = evaluation.toy_set_of(trainer.wgan, trainer.dataset)
-    curve = None
-    if spec.eval_every and toy:
-        curve = Curve(
-            trainer.wgan,
-            toy,
-            seed=trainer.seed,
-            num_samples=spec.eval_samples,
-            every=spec.eval_every,
-            run_dir=run_dir,
-        )
-    elif (run_dir / CURVE_FILE).exists():
-        (run_dir / CURVE_FILE).unlink()
-    timing = Timing(curve)
+    timing = Timing(run_dir, eval_every, eval_samples)
     try:
-        state = config.fit_configured(trainer, run_dir=run_dir, progress=timing)
+        state = fit(timing)
     except Interrupted:
         timing.stopped()
         raise
+    trainer = timing.trainer  # the one trainer: training, the curve and the final evaluation
     train_seconds = time.perf_counter() - started
     began = time.perf_counter()
     # The study computes the W1 floor once per data set from many pairs (report.references).
@@ -158,12 +199,12 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
         trainer.dataset,
         seed=trainer.seed,
         batch_size=trainer.global_batch_size,
-        num_samples=spec.eval_samples,
+        num_samples=eval_samples,
         inception_weights=trainer.inception_weights,
         w1_floor=False,
     )
     metrics = {k.removeprefix("eval/"): v for k, v in metrics.items()}
-    fake = trainer.sample(spec.eval_samples)  # the same fixed-noise samples evaluate() used
+    fake = trainer.sample(eval_samples)  # the same fixed-noise samples evaluate() used
     if trainer.wgan.data_shape == (2,):
         np.save(run_dir / "samples.npy", np.asarray(fake, np.float32))
     else:  # images: the first 64 for the report's sample grid
@@ -180,9 +221,9 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
         "train_seconds": train_seconds,
         "final_eval_seconds": time.perf_counter() - began,
     }
-    if curve is not None:
+    if timing.curve is not None:
         result["curve"] = points(read(run_dir))
-        result["curve_eval_seconds"] = curve.eval_seconds
+        result["curve_eval_seconds"] = timing.curve.eval_seconds
     return result
 
 

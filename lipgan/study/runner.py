@@ -19,12 +19,12 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from lipgan import child_process
 from lipgan.errors import ConfigError, Interrupted
 from lipgan.interrupt import SIGNALS
 from lipgan.study.spec import Cell, StudySpec, check_spec, dumps
@@ -107,25 +107,24 @@ class CellProcesses:
                     proc.send_signal(forward)
 
     def run(self, args: list[str], env: dict) -> subprocess.CompletedProcess | None:
-        """Run one cell to its end; None when a stop was requested before it could start."""
+        """Run ``python -m lipgan.study.cell ARGS`` to its end, ``env`` overriding the variables
+        of :func:`lipgan.child_process.environment`; None when a stop was requested first.
+
+        The cell runs in the study's working folder, so that relative paths in its bindings
+        mean what they mean to the study command.
+        """
         with self._lock:
             if self.signum is not None:
                 return None
-            proc = subprocess.Popen(
-                args,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                start_new_session=True,
+            proc = child_process.start(
+                "lipgan.study.cell", *args, env=env, cwd=os.getcwd(), start_new_session=True
             )
             self._live.add(proc)
         try:
-            stdout, stderr = proc.communicate()
+            return child_process.finish(proc)
         finally:
             with self._lock:
                 self._live.discard(proc)
-        return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
 
 
 def run_cell_process(
@@ -139,12 +138,8 @@ def run_cell_process(
     run_dir.mkdir(parents=True, exist_ok=True)
     cell_file = run_dir / "cell.json"
     cell_file.write_text(dumps(cell.as_dict()))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"))
-    if threads:
-        env["LIPGAN_STUDY_THREADS"] = str(threads)
-    proc = processes.run(
-        [sys.executable, "-m", "lipgan.study.cell", str(cell_file), str(run_dir)], env
-    )
+    env = {"LIPGAN_STUDY_THREADS": str(threads)} if threads else {}
+    proc = processes.run([str(cell_file), str(run_dir)], env)
     if proc is None:
         return None
     with open(run_dir / "cell.log", "a") as log:  # appended: a resumed cell keeps both parts
@@ -201,26 +196,20 @@ def run_cells(
     spec: StudySpec,
     out: Path,
     *,
-    jobs: int | None = None,
+    executor,
     threads: int | None = None,
     force: bool = False,
     log: Callable[[str], None] | None = None,
-    executor=None,
 ) -> list[dict]:
     """Every cell's result (finished ones read back, the others run), in grid order.
 
-    ``executor`` (:mod:`lipgan.study.executors`) runs the unfinished cells; the default is the
-    local process pool of ``jobs`` cells. Everything else (resume, progress, stop) is here, the
-    same for every executor.
+    ``executor`` (:mod:`lipgan.study.executors`, which imports this module) runs the unfinished
+    cells. Everything else (resume, progress, stop) is here, the same for every executor.
     """
-    from lipgan.study.executors import LocalExecutor
-
     check_spec(spec)
     out = Path(out)
     _check_out(out, spec, force)
-    default_j, default_t = default_jobs()
-    executor = executor or LocalExecutor(jobs or default_j)
-    threads = threads if threads is not None else (executor.default_threads or default_t)
+    threads = threads if threads is not None else (executor.default_threads or default_jobs()[1])
     log = log or (lambda line: None)
     cells = spec.cells()
     results: dict[Cell, dict] = {}

@@ -6,7 +6,7 @@
 # the same command resumes; a finished study only rebuilds its report.
 set -eu
 SEEDS=${SEEDS:-5}
-FORCE=${FORCE:---force}
+FORCE=${FORCE---force}  # FORCE= (empty) drops it
 export TF_CPP_MIN_LOG_LEVEL=3
 for data in ring grid; do
   nice -n 10 lipgan study --dataset "$data" --seeds "$SEEDS" --jobs 1 $FORCE \

@@ -1,0 +1,413 @@
+"""The host loop of :meth:`lipgan.Trainer.fit`: everything a run does between compiled calls.
+
+Below :mod:`lipgan.trainer` (which imports it; it imports no trainer): the loop is given the
+trainer being fit and reads what it needs from it (its WGAN, intervals, data and run-dir record).
+
+Order matters for "nothing half-written": the trainer has already created the strategy, the data and
+the models; the run dir is checked (location, settings, checkpoints) before anything is written, so a
+configuration error leaves no trace on disk and a refused run dir is left as it was.
+
+The loop between compiled calls is where the lifecycle lives: the non-finite guard (in-graph, every
+iteration), interval checkpoints, logging, diagnostics, evaluation, weight histograms, callbacks and
+graceful SIGINT/SIGTERM stops. Each compiled call ends exactly on the next interval boundary, so none
+of this depends on ``steps_per_execution``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from lipgan import architecture
+from lipgan.callbacks import Callback
+from lipgan.checkpoint import RunCheckpoint, checkpointable
+from lipgan.errors import (
+    CheckpointError,
+    DatasetError,
+    Interrupted,
+    LipganError,
+    NonFiniteLossError,
+)
+from lipgan.interrupt import StopRequests
+from lipgan.progress import Progress
+from lipgan.rundir import SAMPLES, RunDir
+
+
+@dataclasses.dataclass
+class TrainState:
+    """What :meth:`Trainer.fit` returns: the trained models, where training stopped, and the record."""
+
+    critic: keras.Model
+    generator: keras.Model
+    step: int
+    metrics: (
+        dict  # the last iteration's metrics (critic_loss, wasserstein, penalty, generator_loss)
+    )
+    history: list[dict]  # every logged row of this call, as in metrics.jsonl
+    run_dir: Path | None
+
+
+def warn(message: str) -> None:
+    """Warnings go to stderr whatever the progress display (even with --quiet)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def op_error_cause(exc: tf.errors.OpError) -> str:
+    """The line of a TensorFlow runtime error that says what failed.
+
+    A compiled call's error reads "Graph execution error:", then the Python stack of the op, then
+    the cause, then ``[[{{node ...}}]]``: the cause is the line before the first node marker.
+    """
+    lines = [ln.strip() for ln in str(exc.message).splitlines() if ln.strip()]
+    for i, line in enumerate(lines):
+        if line.startswith("[[") and i:
+            return lines[i - 1]
+    return lines[-1] if lines else type(exc).__name__
+
+
+def runtime_error(exc: tf.errors.OpError, done: int, kept: str | None) -> LipganError:
+    """One line for a data or cluster failure in the middle of training (was only "Graph
+    execution error"): what failed, and what to do."""
+    cause = op_error_cause(exc)
+    resume = f"the last checkpoint {kept} is kept" if kept else "no checkpoint was written"
+    if isinstance(exc, tf.errors.DataLossError):
+        return DatasetError(
+            f"the input data is damaged ({cause}) after step {done}; {resume}; rebuild or "
+            "re-download the dataset (a truncated TFDS shard: delete its folder and prepare it "
+            "again), then run the same command to resume"
+        )
+    return LipganError(
+        f"the cluster failed after step {done} ({cause}): a worker died or became unreachable; "
+        f"{resume}; restart every worker with the same command to resume"
+    )
+
+
+@dataclasses.dataclass
+class TrainingLoop:
+    """The host loop of one :meth:`Trainer.fit` call and everything it does between compiled calls."""
+
+    trainer: Any  # the lipgan.Trainer being fit (not imported: lipgan.trainer imports this module)
+    data: tf.data.Dataset
+    progress: Progress
+    steps: int
+    callbacks: list[Callback] = dataclasses.field(default_factory=list)
+
+    def __post_init__(self):
+        intervals = self.trainer.intervals
+        self.steps_per_execution = intervals.steps_per_execution
+        self.log_every = intervals.log_every
+        self.checkpoint_every = intervals.checkpoint_every
+        self.diagnostics_every = intervals.diagnostics_every
+        self.eval_every = intervals.eval_every
+        self.histogram_every = intervals.histogram_every
+        self.checkpoint_input = self.trainer.checkpoint_input
+        self.wgan = self.trainer.wgan
+        #: Every row logged by this call (what metrics.jsonl receives), for the TrainState.
+        self.history: list[dict] = []
+        self.rundir: RunDir | None = None
+        self.checkpoint: RunCheckpoint | None = None
+        self.probe = None
+
+    def next_chunk(self, done: int) -> int:
+        """Iterations until the next interval boundary (or the end), at most steps_per_execution."""
+        chunk = min(self.steps_per_execution, self.steps - done)
+        for every in (
+            self.log_every,
+            self.checkpoint_every,
+            self.diagnostics_every,
+            self.eval_every,
+            self.histogram_every,
+        ):
+            if every:
+                chunk = min(chunk, every - done % every)
+        return chunk
+
+    def open(self, run_dir, force: bool, settings: dict) -> int:
+        """Lock, check and restore the run dir (no writes), then start writing; the start step.
+
+        The lock is held from before the first read until :meth:`run` ends (or this fails), so
+        a second run on the same dir stops at once instead of interleaving its writes.
+        """
+        if run_dir is None:
+            return self.trainer.step  # fit(steps) counts steps in total, as train.steps does
+        rundir = RunDir(run_dir)
+        try:
+            return self._open(rundir, run_dir, force, settings)
+        except BaseException:
+            rundir.close()
+            raise
+
+    def _open(self, rundir, run_dir, force, settings) -> int:
+        chief = self.trainer.chief
+        fingerprint, why = self.trainer.data_fingerprint()
+        if fingerprint is None and why:
+            self.progress.message(
+                f"note: the data cannot be fingerprinted ({why}), so resuming this run dir cannot "
+                "check that the data is the same"
+            )
+        differences = rundir.check(settings, force) if chief else []
+        iterator = self.trainer.input_iterator()
+        saved_input = self.checkpoint_input and checkpointable(iterator)
+        self.checkpoint = RunCheckpoint(
+            run_dir,
+            self.wgan,
+            iterator if saved_input else None,
+            self.trainer.intervals.max_checkpoints,
+        )
+        start = self.checkpoint.restore(warn)
+        if self.checkpoint.latest is None:
+            start = self.trainer.step  # nothing restored: continue the models in memory
+        if self.checkpoint.input_restored:
+            self.trainer.input_at(iterator, start)
+        else:
+            self.fast_forward(start, saved_input)
+        if self.wgan.workers_disagree(start):
+            raise CheckpointError(
+                f"the workers resumed {run_dir} from different steps; the run dir must be on a "
+                "filesystem that every worker reads"
+            )
+        if chief:
+            rundir.begin(settings, start, replaced=bool(differences), warn=warn)
+            architecture.write(run_dir, self.trainer, self.steps, warn)  # the CLI can rebuild it
+            self.rundir = rundir
+            if differences:
+                self.progress.message(
+                    f"force: continuing with changed settings ({differences[0]}, ...)"
+                )
+        if self.checkpoint.latest is not None:
+            self.progress.message(f"resumed from {self.checkpoint.latest} at step {start}")
+        return start
+
+    def fast_forward(self, start: int, saved_input: bool) -> None:
+        """Put the trainer's input iterator at iteration ``start`` if it is not there already.
+
+        The input stream is a deterministic function of the seed: replaying it to where the
+        checkpoint was taken is exact, at the cost of reading the skipped batches once. A new
+        pipeline, not a second iterator over ``trainer.batches``: with reshuffle_each_iteration, every
+        iterator of one dataset object shuffles differently. When the input position is
+        checkpointed, the checkpoint tracks the new iterator from now on (it is the one training
+        reads), and the batches are dropped through it so that its structure, and so its saved
+        position, is the same as a fresh run's.
+        """
+        trainer = self.trainer
+        if trainer.input_step == start:
+            return
+        consumed = start * self.wgan.config.n_critic
+        latest = self.checkpoint.latest
+        if latest is None:
+            why = "the input position was lost when an earlier call failed"
+        elif not self.checkpoint_input:
+            why = "train.checkpoint_input=False"
+        elif not saved_input:
+            why = "this strategy's input iterator cannot be checkpointed"
+        else:
+            why = (
+                f"{Path(latest).name} holds no input position: it was written with "
+                "train.checkpoint_input=False or by a strategy whose input cannot be checkpointed"
+            )
+        self.progress.message(f"fast-forwarding the input pipeline by {consumed} batches ({why})")
+        fresh = trainer.dataset(trainer.global_batch_size, trainer.seed)
+        if saved_input:
+            iterator = self.wgan.distribute(fresh)
+            self.wgan.advance(iterator, consumed)
+            self.checkpoint.track_input(iterator)
+        else:
+            iterator = self.wgan.distribute(fresh.skip(consumed))
+        trainer.input_at(iterator, start)
+
+    def save(self, done: int) -> None:
+        if self.rundir is not None:
+            self.rundir.sync_metrics()  # row N on disk before ckpt-N can exist
+            self.checkpoint.save(done, warn)
+            for callback in self.callbacks:
+                callback.on_checkpoint(done, self.checkpoint.latest)
+
+    def write_missing_row(self, start: int) -> None:
+        """Measure the restored step again when its row is missing from ``metrics.jsonl``.
+
+        Runs written before rows were logged ahead of their checkpoint can hold ckpt-N without row
+        N (a kill or a failed evaluation between the two). Evaluation and diagnostics depend only
+        on the restored models, so they are recomputed; the losses of that step are not.
+        """
+        if self.rundir is None or not start or self.rundir.has_row(start):
+            return
+        due = lambda every: every and start % every == 0  # noqa: E731
+        if not (due(self.eval_every) or due(self.diagnostics_every)):
+            return
+        logged = self.measurements(start, due)
+        if logged:
+            self.progress.message(f"metrics.jsonl had no row for step {start}: measured it again")
+            self.record(start, logged)
+
+    def run(
+        self,
+        run_dir,
+        *,
+        force: bool,
+        settings: dict,
+    ) -> TrainState:
+        start = self.open(run_dir, force, settings)
+        try:
+            self.write_missing_row(start)
+        except BaseException:
+            if self.rundir is not None:
+                self.rundir.close()
+            raise
+        plot_samples = self.trainer.intervals.plot_samples
+        done, last = start, {}
+        if start >= self.steps:
+            self.progress.message(
+                f"already trained to step {start} (train.steps={self.steps}); "
+                "raise train.steps to continue"
+            )
+        try:
+            with StopRequests(self.progress.message) as stop:
+                for callback in self.callbacks:
+                    callback.on_train_begin(start, self.steps)
+                while done < self.steps:
+                    done, last = self.advance(done)
+                    if self.wgan.any_worker(stop.requested):
+                        self.save(done)
+                        where = (
+                            f"; resume with `lipgan run --resume {run_dir}`" if self.rundir else ""
+                        )
+                        raise Interrupted(
+                            f"{stop.name or 'a signal'} at step {done}: checkpoint saved{where}",
+                            128 + (stop.signum or 2),
+                        )
+                self.progress.close()
+            self.save(done)
+            if self.rundir is not None:
+                if plot_samples:
+                    png = self.trainer.render(plot_samples)
+                    if png:
+                        self.rundir.file(SAMPLES).write_bytes(png)
+                        self.rundir.log_image(done, "samples", png)
+                self.progress.message(f"run dir: {run_dir}")
+        finally:
+            self.progress.close()
+            if self.rundir is not None:
+                self.rundir.close()
+        state = TrainState(
+            critic=self.wgan.critic,
+            generator=self.wgan.generator,
+            step=done,
+            metrics=last,
+            history=self.history,
+            run_dir=Path(run_dir) if run_dir is not None else None,
+        )
+        for callback in self.callbacks:
+            callback.on_train_end(state)
+        return state
+
+    def advance(self, done: int) -> tuple[int, dict]:
+        """One compiled call, then whatever falls due at the step it ends on.
+
+        The row of a step is logged before its checkpoint is saved: a checkpoint at step N then
+        always has its row N in ``metrics.jsonl`` (a kill between the two only repeats the step),
+        and an evaluation that fails at step N leaves neither.
+        """
+        trainer = self.trainer
+        iterator = trainer.input_iterator()
+        trainer.input_at(iterator, None)  # unknown until the call returns
+        try:
+            result = self.wgan.run_checked(iterator, self.next_chunk(done))
+        except (
+            tf.errors.DataLossError,
+            tf.errors.UnavailableError,
+            tf.errors.CancelledError,
+        ) as exc:
+            raise runtime_error(
+                exc, done, self.checkpoint.latest if self.rundir else None
+            ) from None
+        done += int(result.completed)
+        trainer.input_at(iterator, done)
+        bad = result.first_nonfinite()
+        if bad:
+            kept = self.checkpoint.latest if self.rundir is not None else None
+            raise NonFiniteLossError(
+                f"non-finite {bad} at step {done}; "
+                + (
+                    f"the last good checkpoint {kept} is kept; "
+                    if kept
+                    else "no checkpoint was written; "
+                )
+                + "lower the learning rate or check the data and the constraint"
+            )
+        metrics = {k: float(v) for k, v in result.metrics.items()}
+        self.progress.update(done, {k: metrics[k] for k in ("critic_loss", "wasserstein")})
+        due = lambda every: every and done % every == 0  # noqa: E731
+        logged = {}
+        if due(self.log_every) or done == self.steps:
+            logged.update(metrics)
+        logged.update(self.measurements(done, due))
+        if logged:
+            self.record(done, logged)
+        if due(self.checkpoint_every):
+            self.save(done)
+        return done, metrics
+
+    def measurements(self, done: int, due) -> dict:
+        """Diagnostics, evaluation and histograms due at ``done`` (one process measures)."""
+        logged = {}
+        if self.trainer.chief:  # the other workers would only repeat it
+            if due(self.diagnostics_every):
+                logged.update(self.diagnostics(done))
+            if due(self.eval_every):
+                evaluated = self.trainer.evaluate()
+                logged.update(evaluated)
+                for callback in self.callbacks:
+                    callback.on_evaluate(done, evaluated)
+                if self.rundir is not None:
+                    png = self.trainer.render(min(1024, self.trainer.intervals.eval_samples))
+                    if png:
+                        self.rundir.log_image(done, "samples", png)
+        if self.rundir is not None and due(self.histogram_every):
+            self.rundir.log_histograms(
+                done, {"critic": self.wgan.critic, "generator": self.wgan.generator}
+            )
+        return logged
+
+    def record(self, done: int, logged: dict) -> None:
+        if self.rundir is not None:
+            self.rundir.log_metrics(done, logged)
+        self.history.append({"step": done, **logged})
+        for callback in self.callbacks:
+            callback.on_log(done, logged)
+
+    def diagnostics(self, done: int) -> dict:
+        if self.probe is None:
+            from lipgan.diagnostics import Probe
+
+            trainer = self.trainer
+            # Its own data stream (another seed): probing must not consume training batches.
+            data = trainer.dataset(trainer.global_batch_size, trainer.seed + 1)
+            self.probe = Probe(
+                self.wgan, data, trainer.seed, getattr(trainer.dataset, "dataset_name", None)
+            )
+        measured = self.probe(done)
+        if self.wgan.num_replicas > 1:
+            measured.update(self.replica_drift(done))
+        return measured
+
+    def replica_drift(self, done: int) -> dict:
+        """``replica_drift``: how far the replicas' copies of the weights are apart (0 when sound).
+
+        Mirrored weights stay equal only while every replica computes the same update; a warning
+        names the first variable that drifted (an ``after_update`` that used the
+        replica id left replicas at 0.0 and 0.01 without a word).
+        """
+        drift, where = self.wgan.replica_drift()
+        if drift > 0 and not getattr(self, "_drift_warned", False):
+            self._drift_warned = True
+            warn(
+                f"warning: the replicas' weights differ at step {done} ({where}: by {drift:.3g}); "
+                "a constraint's after_update (or another update) depends on the replica: check "
+                "it with lipgan.testing.check_replica_invariance"
+            )
+        return {"replica_drift": drift}

@@ -1,0 +1,139 @@
+"""One place for each setting: the gin root ``train`` is generated from the Python API, the run
+dir's settings have one comparison, and a study cell runs a Trainer without gin."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+import lipgan
+from lipgan.errors import ConfigError
+from lipgan.rundir import checkpoint_steps
+from tests.helpers import TINY, invoke
+from tests.test_lifecycle import one_line_error
+
+
+def _trainer_keywords() -> dict[str, inspect.Parameter]:
+    parameters = inspect.signature(lipgan.Trainer.__init__).parameters
+    return {
+        k: p for k, p in parameters.items() if k not in ("self", "step_config", "intervals", "step")
+    }
+
+
+def test_every_api_setting_is_a_train_binding_with_the_apis_default():
+    from lipgan.run import GIN_NAMES, train
+
+    bound = inspect.signature(train).parameters
+    for name, parameter in _trainer_keywords().items():
+        assert bound[GIN_NAMES.get(name, name)].default == parameter.default, name
+    for cls in (lipgan.StepConfig, lipgan.Intervals):
+        for field in dataclasses.fields(cls):
+            assert bound[field.name].default == field.default, field.name
+    fit = inspect.signature(lipgan.Trainer.fit).parameters
+    for name, parameter in fit.items():
+        if name not in ("self", "steps"):
+            assert bound[name].default == parameter.default, name
+    # and nothing else: train has no setting of its own but the number of iterations
+    names = {GIN_NAMES.get(n, n) for n in _trainer_keywords()} | set(fit) - {"self"}
+    names |= {
+        f.name for cls in (lipgan.StepConfig, lipgan.Intervals) for f in dataclasses.fields(cls)
+    }
+    assert set(bound) == names
+
+
+def test_the_dataclasses_check_their_own_types():
+    """Checked where the settings are defined, the same from Python as from gin."""
+    with pytest.raises(
+        ConfigError, match=r"train.n_critic=2.5 is invalid: must be an integer >= 1 \(a float"
+    ):
+        lipgan.StepConfig(global_batch_size=256, n_critic=2.5)
+    with pytest.raises(ConfigError, match="train.seed='0' is invalid: must be an integer"):
+        lipgan.StepConfig(global_batch_size=256, seed="0")
+    with pytest.raises(
+        ConfigError, match="train.checkpoint_input='yes' is invalid: must be True or False"
+    ):
+        lipgan.Trainer(
+            data=None,
+            critic=None,
+            generator=None,
+            constraint=lipgan.constraints.GradientPenalty(),
+            checkpoint_input="yes",
+        )
+
+
+def test_fit_takes_no_gin_text():
+    assert not {"config_text", "operative_config"} & set(
+        inspect.signature(lipgan.Trainer.fit).parameters
+    )
+
+
+def _tiny_trainer(**kwargs):
+    points = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
+    return lipgan.Trainer(
+        data=points,
+        critic=lambda shape: lipgan.models.mlp_critic(shape, width=8, depth=1),
+        generator=lambda shape: lipgan.models.mlp_generator(shape, width=8, depth=1),
+        constraint=lipgan.constraints.GradientPenalty(weight=1.0),
+        **kwargs,
+    )
+
+
+def test_step_config_and_step_each_mean_one_thing():
+    config = lipgan.StepConfig(global_batch_size=16, n_critic=1, jit_compile=False)
+    trainer = _tiny_trainer(step_config=config)
+    assert trainer.step_config is config and trainer.step == 0
+    assert trainer.batches.element_spec.shape.as_list() == [16, 2]
+    with pytest.warns(DeprecationWarning, match="step_config"):
+        old = _tiny_trainer(step=config)  # the old keyword, for one release
+    assert old.step_config is config and old.step == 0
+
+
+def test_an_old_style_run_dir_still_resumes_and_still_refuses_a_changed_setting(tmp_path):
+    """A run dir written before settings.json (config.gin and checkpoints only) is compared by its
+    config.gin, in one line; once resumed it gets a settings.json."""
+    run_dir = tmp_path / "run"
+    args = (*TINY, "--run-dir", str(run_dir))
+    first = invoke("run", *args, "--bind", "train.steps=2")
+    assert first.exit_code == 0, first.output
+    (run_dir / "settings.json").unlink()  # as lipgan wrote run dirs before it existed
+    before = {p.name: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+
+    refused = invoke(
+        "run", *args, "--bind", "train.steps=4", "--bind", "gradient_penalty.weight=1.0"
+    )
+    one_line_error(refused, "different config (gradient_penalty.weight: 0.1 -> 1.0)", "--force")
+    assert {p.name: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == before
+
+    resumed = invoke("run", *args, "--bind", "train.steps=4")
+    assert resumed.exit_code == 0, resumed.output
+    assert "resumed from" in resumed.output and checkpoint_steps(run_dir / "checkpoints")[-1] == 4
+    assert json.loads((run_dir / "settings.json").read_text())["constraint"]["weight"] == 0.1
+    assert not list(run_dir.glob("config-before-*"))  # only train.steps changed: nothing replaced
+
+
+@pytest.mark.slow
+def test_a_study_cell_trains_a_python_trainer_without_gin(tmp_path, monkeypatch):
+    from lipgan.study.cell import train_cell
+
+    monkeypatch.setitem(sys.modules, "gin", None)  # `import gin` now fails
+    keras.utils.set_random_seed(0)
+    trainer = lipgan.Trainer(
+        data="lipgan_toy/8gaussians",
+        critic=lambda shape: lipgan.models.mlp_critic(shape, width=8, depth=1),
+        generator=lambda shape: lipgan.models.mlp_generator(shape, width=8, depth=1),
+        constraint=lipgan.constraints.GradientPenalty(weight=0.1),
+        step_config=lipgan.StepConfig(global_batch_size=32, n_critic=1, jit_compile=False),
+        intervals=lipgan.Intervals(log_every=2, checkpoint_every=2, plot_samples=0),
+    )
+    result = train_cell(trainer, tmp_path, 4, eval_samples=1000, eval_every=2)
+    assert result["status"] == "ok" and result["step"] == 4
+    assert [p["step"] for p in result["curve"]] == [0, 2, 4]
+    assert result["metrics"]["num_modes"] == 8 and np.isfinite(result["metrics"]["w1"])
+    assert (tmp_path / "samples.npy").is_file() and (tmp_path / "settings.json").is_file()
+    assert not (tmp_path / "config.gin").exists()
