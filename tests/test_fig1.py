@@ -133,3 +133,47 @@ def test_rows_in_worker_processes_give_the_serial_numbers():
     assert serial["fig1b"]["max_over_min"].keys() == parallel["fig1b"]["max_over_min"].keys()
     assert len(leaves(serial)) == len(leaves(parallel)) > 1000
     np.testing.assert_allclose(leaves(parallel), leaves(serial), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_bjorck_rows_in_worker_processes_end_certified_and_match_the_in_process_rows():
+    """A ``--jobs 2`` run once reported Björck rows with Lipschitz estimates 1.02–1.03
+    (docs/fig1.md). A Björck row trained in a single-threaded worker process must end with the
+    critic it reports certified (SVD bound ≤ 1 + 1e-3), its estimate and gradient norms under
+    that bound, and the numbers of the same row run in this process up to float rounding."""
+    s = dataclasses.replace(fig1.QUICK, a_steps=40, a_width=64, grid=8, points=64)
+    tasks = [("a", "25gaussians", "bjorck"), ("a", "swissroll", "bjorck")]
+    lines = []
+    workers = fig1.run_tasks(tasks, s, lines.append, jobs=2)
+    here = fig1.run_tasks(tasks, s, lines.append, jobs=1)
+    assert len(lines) == 4 and all("bound" in line for line in lines)
+    for task in tasks:
+        row = workers[task]
+        bound = row["lipschitz_bound"]
+        assert bound <= 1.0 + 1e-3
+        assert row["lipschitz_estimate"] <= bound + 1e-5
+        assert row["grad_norm"]["interp/max"] <= bound + 1e-5
+        assert row["lipschitz_estimate"] > 0.5  # a trained critic, not a flat one
+        for key in ("lipschitz_bound", "lipschitz_estimate", "final_critic_loss"):
+            np.testing.assert_allclose(row[key], here[task][key], rtol=1e-3, err_msg=key)
+        np.testing.assert_allclose(row["surface"], here[task]["surface"], atol=1e-3)
+
+
+def test_a_worker_that_ran_other_code_fails_the_run_in_one_line(tmp_path):
+    """Rows computed by code edited after the run began must not pass silently (docs/fig1.md:
+    the parallel run whose Björck rows the committed code does not reproduce)."""
+    from lipgan.errors import ConfigError
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("x = 1\n")
+    before = fig1.source_digest([tmp_path])
+    assert fig1.source_digest([tmp_path]) == before
+    (tmp_path / "pkg" / "a.py").write_text("x = 2\n")
+    after = fig1.source_digest([tmp_path])
+    assert after != before
+    same = {("a", "8gaussians", "bjorck"): before, ("b", "gradient_penalty", None): before}
+    fig1.check_sources(before, same)
+    with pytest.raises(ConfigError, match="sources changed while the rows ran") as error:
+        fig1.check_sources(before, {**same, ("a", "swissroll", "bjorck"): after})
+    assert "\n" not in str(error.value) and "swissroll" in str(error.value)
+    assert len(fig1.source_digest()) == 16  # the installed packages' own sources

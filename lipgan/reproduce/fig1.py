@@ -188,13 +188,18 @@ def fig1a_row(toy_set: str, kind: str, s: Settings) -> tuple[dict, str]:
         "final_critic_loss": loss,
         "grad_norm": grads,
         "lipschitz_estimate": diagnostics.empirical_lipschitz(critic, real, fake),
+        # The certified rows' bound (an SVD of each kernel the critic computes with), so that an
+        # estimate above it shows in the JSON; None for clipping and GP, which certify nothing.
+        "lipschitz_bound": _constraint(kind, s.a_clip_c).lipschitz_bound(critic),
         "surface": np.round(values.astype(np.float64), 6).tolist(),
         "real": np.round(real, 4).tolist(),
         "fake": np.round(fake, 4).tolist(),
     }
+    bound = "" if row["lipschitz_bound"] is None else f"  bound {row['lipschitz_bound']:.7f}"
     line = (
         f"fig1a {toy_set:<12} {kind:<17} loss {loss:+.4f}  mean ‖∇D‖ at interpolates "
-        f"{grads['interp/mean']:.3f}  ({_elapsed(started, cpu)})"
+        f"{grads['interp/mean']:.3f}  Lipschitz estimate {row['lipschitz_estimate']:.3f}{bound}"
+        f"  ({_elapsed(started, cpu)})"
     )
     return row, line
 
@@ -353,12 +358,65 @@ def _elapsed(started: float, cpu: float) -> str:
     return f"{time.perf_counter() - started:.0f} s, {time.process_time() - cpu:.0f} CPU-s"
 
 
-def _worker_threads(threads: int) -> None:
-    """Pool initializer: TensorFlow's thread pools, set before it starts in the worker."""
+def source_digest(roots=None) -> str:
+    """A digest of the ``.py`` sources under ``roots`` (default: the lipgan and lipgan_plugins
+    packages) as they are on disk now.
+
+    Why: a worker process imports the code when it starts, not when the command was typed, so a
+    tree edited while a parallel run starts its workers gives rows computed by other code than
+    the rest, with nothing in the output to show it. That happened once (docs/fig1.md: a run's
+    three Björck rows above their certified bound, which the committed code, deterministic in a
+    single-threaded worker, does not reproduce). :func:`run_tasks` compares each worker's digest,
+    taken right after its imports, with its own.
+    """
+    import hashlib
+
+    if roots is None:
+        import lipgan
+        import lipgan_plugins
+
+        roots = [Path(lipgan.__file__).parent, Path(lipgan_plugins.__file__).parent]
+    digest = hashlib.sha256()
+    for root in map(Path, roots):
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+_WORKER_DIGEST = None
+
+
+def _worker_init(threads: int) -> None:
+    """Pool initializer: TensorFlow's thread pools (set before it starts), then every module a
+    row uses imported at once (not row by row, minutes later) and the digest of that code."""
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(threads)
+    import lipgan.diagnostics  # noqa: F401
+    import lipgan.engine  # noqa: F401
+    import lipgan.plots.toy  # noqa: F401
+    from lipgan.plugins import load_registry
+
+    load_registry()  # imports every built-in plugin module
+    global _WORKER_DIGEST
+    _WORKER_DIGEST = source_digest()
+
+
+def _run_row_in_worker(task: tuple, s: Settings) -> tuple[tuple, dict, str, str]:
+    return (*run_row(task, s), _WORKER_DIGEST)
+
+
+def check_sources(digest: str, worker_digests: dict) -> None:
+    """Raise one line if a worker ran other code than ``digest`` (see :func:`source_digest`)."""
+    from lipgan.errors import ConfigError
+
+    mixed = sorted(str(task) for task, d in worker_digests.items() if d != digest)
+    if mixed:
+        raise ConfigError(
+            f"the lipgan sources changed while the rows ran: {len(mixed)} row(s) (e.g. "
+            f"{mixed[0]}) ran other code than this process; rerun without editing the tree"
+        )
 
 
 def run_rows(s: Settings, log: Callable[[str], None], jobs: int) -> dict:
@@ -370,33 +428,41 @@ def run_rows(s: Settings, log: Callable[[str], None], jobs: int) -> dict:
     busy (the same reason ``lipgan study`` runs one single-threaded cell per core,
     :func:`lipgan.study.runner.default_jobs`).
     """
-    done = {}
-    if jobs <= 1:
-        for task in ROWS:
-            _, done[task], line = run_row(task, s)
-            log(line)
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else jobs
-        threads = max(1, (cores or 1) // jobs)
-        with ProcessPoolExecutor(
-            max_workers=jobs,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_worker_threads,
-            initargs=(threads,),
-        ) as pool:
-            futures = [pool.submit(run_row, task, s) for task in ROWS]
-            for future in as_completed(futures):
-                task, done[task], line = future.result()
-                log(line)
+    done = run_tasks(ROWS, s, log, jobs)
     fig1a_result = {
         toy_set: {kind: done[("a", toy_set, kind)] for kind in FIG1A_KINDS}
         for toy_set, _ in TOY_SETS
     }
     rows_b = {_config_name(kind, c): done[("b", kind, c)] for kind, c in FIG1B_CONFIGS}
     return {"fig1a": fig1a_result, "fig1b": _fig1b_result(rows_b)}
+
+
+def run_tasks(tasks, s: Settings, log: Callable[[str], None], jobs: int) -> dict:
+    """``{task: row}`` for the given entries of :data:`ROWS`, as :func:`run_rows` runs them."""
+    done = {}
+    if jobs <= 1:
+        for task in tasks:
+            _, done[task], line = run_row(task, s)
+            log(line)
+        return done
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else jobs
+    threads = max(1, (cores or 1) // jobs)
+    digest, worker_digests = source_digest(), {}
+    with ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_worker_init,
+        initargs=(threads,),
+    ) as pool:
+        futures = [pool.submit(_run_row_in_worker, task, s) for task in tasks]
+        for future in as_completed(futures):
+            task, done[task], line, worker_digests[task] = future.result()
+            log(line)
+    check_sources(digest, worker_digests)
+    return done
 
 
 def default_jobs() -> int:
