@@ -364,9 +364,9 @@ def source_digest(roots=None) -> str:
 
     Why: a worker process imports the code when it starts, not when the command was typed, so a
     tree edited while a parallel run starts its workers gives rows computed by other code than
-    the rest, with nothing in the output to show it. That happened once (docs/fig1.md: a run's
-    three Björck rows above their certified bound, which the committed code, deterministic in a
-    single-threaded worker, does not reproduce). :func:`run_tasks` compares each worker's digest,
+    the rest, with nothing in the output to show it: the likely cause of a run's three Björck rows
+    above their certified bound, which the committed code, deterministic in a single-threaded
+    worker, does not reproduce (docs/fig1.md). :func:`run_tasks` compares each worker's digest,
     taken right after its imports, with its own.
     """
     import hashlib
@@ -393,8 +393,11 @@ def _worker_init(threads: int) -> None:
 
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(threads)
+    import lipgan.data.pipeline  # noqa: F401
+    import lipgan.data.toy  # noqa: F401
     import lipgan.diagnostics  # noqa: F401
     import lipgan.engine  # noqa: F401
+    import lipgan.models  # noqa: F401
     import lipgan.plots.toy  # noqa: F401
     from lipgan.plugins import load_registry
 
