@@ -21,16 +21,19 @@ the series of λ^(−1/2)), and order 1 maps every σ ≤ 2 into (0, 1]: σ²g(�
   kernel ``W`` as it is, and after every critic update :meth:`Bjorck.after_update` replaces ``W``
   by ``projection`` order-1 steps of it. An optimizer step moves ``W`` a distance of the order of
   the learning rate off the orthonormal manifold, and one step from there lands within its square
-  again, so the kernels stay orthonormal at the cost of two matrix products per layer and update,
-  with no iterations in the forward pass. The gradient is the one LNets get by backpropagating
-  through iterations run to convergence, the polar factor's derivative at an orthonormal ``W``:
-  the tangent part ``G − W·sym(WᵀG)`` of the plain gradient (:func:`orthonormal_tangent`, two more
-  products). With the plain gradient instead, the optimizer keeps pushing the kernels off the
-  manifold (a critic gains by scaling its weights up) and the projection keeps undoing it: on the
-  fixed pair of ``lipgan.testbeds`` (docs/plugins.md's setting) ‖∇D‖ ended at 0.9945 and the gap
-  0.6 % under W1, against 0.99995 and 0.05 % with the tangent gradient. Before each step
-  ``W`` is scaled down if a bound on its largest squared singular value (the largest absolute row
-  sum of its Gram matrix) exceeds 3.9, so the step's result has σ ≤ 1 whatever the optimizer did.
+  again, so the kernels stay orthonormal at the cost of two matrix products per layer and update
+  (:func:`projection_step`), with no iterations in the forward pass. The gradient is the one
+  LNets get by backpropagating through iterations run to convergence, the polar factor's
+  derivative at an orthonormal ``W``: the tangent part ``G − W·sym(WᵀG)`` of the plain gradient
+  (:func:`orthonormal_tangent`, two more products; for a square kernel one,
+  :func:`orthogonal_matmul`, since ``W·GᵀW`` is the product of the input gradient and the output
+  that backpropagation already has). With the plain gradient instead, the optimizer keeps
+  pushing the kernels off the manifold (a critic gains by scaling its weights up) and the
+  projection keeps undoing it: on the fixed pair of ``lipgan.testbeds`` (docs/plugins.md's
+  setting) ‖∇D‖ ended at 0.9945 and the gap 0.6 % under W1, against 0.99995 and 0.05 % with the
+  tangent gradient. The step is taken as it is when ``1 + ‖I − WᵀW‖_F`` (a bound on the largest
+  squared singular value) is at most 3.9; beyond that ``W`` is first scaled down by the largest
+  absolute row sum of its Gram matrix, so the step's result has σ ≤ 1 whatever the optimizer did.
   The critic that is trained, saved and evaluated is therefore the certified one; nothing else
   is kept. The new kernel is replica 0's on every replica (an all-reduce, as spectral norm's ``u``),
   so the replicas' copies cannot drift apart. A step is skipped when ‖I − WᵀW‖_F is already below
@@ -126,6 +129,36 @@ def bjorck_orthonormalize(
     return w
 
 
+def projection_step(w, tolerance: float = PROJECTION_TOLERANCE):
+    """One order-1 Björck step of the near-orthonormal ``w``: ``w + ½·w·(I − WᵀW)``, or ``w``.
+
+    What :meth:`BjorckDense.project` runs after every update, so it does the least work on the
+    common case: with ``Q = I − WᵀW`` (Gram on the smaller side), ``λ_max(WᵀW) ≤ 1 + ‖Q‖₂ ≤
+    1 + ‖Q‖_F``, so when ``‖Q‖_F ≤ 2.9`` the step maps every singular value into (0, 1] with no
+    scaling guard, and ``‖Q‖_F`` is also the convergence test (``w`` is returned unchanged below
+    ``tolerance``). Only a kernel further off (an optimizer step of the order of the kernel
+    itself) takes the guarded step of :func:`bjorck_orthonormalize`. Two products and four
+    elementwise passes over the Gram matrix, against ten passes for the general iteration
+    (benchmarks/RESULTS.md, ``certified``).
+    """
+    m, n = w.shape
+    left = m <= n
+    q = tf.eye(m if left else n, dtype=w.dtype) - _gram(w, left)
+    distance = tf.sqrt(tf.reduce_sum(tf.square(q)))
+
+    def step():
+        return w + 0.5 * (tf.matmul(q, w) if left else tf.matmul(w, q))
+
+    def guarded():
+        return bjorck_orthonormalize(w, 1, order=1, warm=True)
+
+    return tf.cond(
+        distance <= tolerance,
+        lambda: tf.identity(w),
+        lambda: tf.cond(distance <= SAFE_GRAM_ORDER1 - 1.0, step, guarded),
+    )
+
+
 @tf.custom_gradient
 def orthonormal_tangent(w):
     """``w`` itself, with the gradient projected onto the tangent space of the orthonormal matrices.
@@ -144,6 +177,30 @@ def orthonormal_tangent(w):
         return g - tf.matmul(0.5 * (inner + tf.transpose(inner)), w)
 
     return tf.identity(w), grad
+
+
+@tf.custom_gradient
+def orthogonal_matmul(x, w):
+    """``x @ w`` for a square, orthogonal ``w`` [n, n], with the weight gradient in its tangent space.
+
+    The tangent part of ``G = xᵀδ`` is ``G − W·sym(WᵀG)``; with ``WWᵀ = I`` it equals
+    ``½(G − W·GᵀW)``, and ``W·GᵀW = W·δᵀx·W = (δWᵀ)ᵀ(xW)``: the input gradient ``δWᵀ`` and the
+    output ``xW`` are what backpropagation computes anyway, so the projection costs one product
+    of the layer's size instead of the two of :func:`orthonormal_tangent`. Projected per call,
+    which sums to the projection of the total gradient (it is linear in ``G``). Between updates
+    the kernel is orthonormal to :data:`PROJECTION_TOLERANCE`, and the difference from
+    :func:`orthonormal_tangent` is ``½(I − WWᵀ)G``. The input gradient goes through
+    :func:`orthonormal_tangent`, so a second derivative (a penalty on input gradients) is
+    projected as well.
+    """
+    z = tf.matmul(x, w)
+
+    def grad(dz):
+        dx = tf.matmul(dz, orthonormal_tangent(w), transpose_b=True)
+        dw = 0.5 * (tf.matmul(x, dz, transpose_a=True) - tf.matmul(dx, z, transpose_a=True))
+        return dx, dw
+
+    return z, grad
 
 
 @keras.saving.register_keras_serializable(package="lipgan")
@@ -166,15 +223,27 @@ class BjorckDense(KernelReparametrization):
             return orthonormal_tangent(kernel) if self.projection else kernel
         return bjorck_orthonormalize(kernel, self.iterations, self.order, warm=self.projection > 0)
 
+    def call(self, inputs):
+        kernel = self.layer.kernel
+        square = kernel.shape[0] == kernel.shape[1] and len(inputs.shape) == 2
+        if not (square and self.iterations == 0 and self.projection):
+            return super().call(inputs)
+        # The projection mode's square kernels: the tangent gradient at one product's cost.
+        out = orthogonal_matmul(inputs, ops.cast(kernel, inputs.dtype))
+        if self.layer.use_bias:
+            out = ops.add(out, ops.cast(self.layer.bias, out.dtype))
+        if self.layer.activation is not None:
+            out = self.layer.activation(out)
+        return out
+
     def project(self) -> None:
         """Replace the stored kernel by ``projection`` order-1 steps of it (replica 0's result)."""
         if self.projection == 0:
             return
         kernel = self.layer.kernel
         value = ops.cast(kernel.value, "float32")
-        value = bjorck_orthonormalize(
-            value, self.projection, order=1, warm=True, tolerance=PROJECTION_TOLERANCE
-        )
+        for _ in range(self.projection):
+            value = projection_step(value)
         kernel.assign(ops.cast(from_first_replica(value), kernel.dtype))
 
     def get_config(self):

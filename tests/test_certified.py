@@ -450,3 +450,51 @@ def test_groupsort_bjorck_expresses_the_lnets_potentials_that_norm_bound_relu_ca
     assert bjorck.critic_gap >= 0.95 * bjorck.w1
     assert abs(bjorck.critic_gap - bjorck.w1) <= abs(gp.critic_gap - gp.w1)
     assert sn.critic_gap <= 0.7 * sn.w1
+
+
+@pytest.mark.parametrize("second_order", [False, True])
+def test_orthogonal_matmul_gives_the_tangent_gradient_at_one_product(second_order):
+    """Square kernels in the projection mode: the one-product form of the tangent gradient
+    (plugins/bjorck.py, ``orthogonal_matmul``) equals ``orthonormal_tangent``'s at an orthogonal
+    kernel, also through an input-gradient penalty (a second derivative)."""
+    from lipgan_plugins.bjorck import orthogonal_matmul, orthonormal_tangent
+
+    rng = np.random.default_rng(4)
+    w = tf.Variable(np.linalg.qr(rng.standard_normal((16, 16)))[0])
+    x = tf.Variable(rng.standard_normal((8, 16)))
+    c = tf.constant(rng.standard_normal((8, 16)))
+    grads = []
+    for matmul in (orthogonal_matmul, lambda x, w: tf.matmul(x, orthonormal_tangent(w))):
+        with tf.GradientTape() as outer:
+            with tf.GradientTape() as inner:
+                loss = tf.reduce_sum(tf.tanh(matmul(x, w)) * c)
+            if second_order:
+                loss = tf.reduce_sum(inner.gradient(loss, x) ** 2)
+        grads.append(outer.gradient(loss, w).numpy())
+    np.testing.assert_allclose(grads[0], grads[1], atol=1e-10)
+    assert np.abs(grads[0]).max() > 0.1
+
+
+def test_projection_step_guards_far_kernels_and_leaves_converged_ones():
+    """The after-update step: a kernel far off (‖I − WᵀW‖_F > 2.9) takes the scaled step and still
+    lands at σ ≤ 1; a near one gets closer; one within the tolerance is returned unchanged."""
+    from lipgan_plugins.bjorck import PROJECTION_TOLERANCE, projection_step
+
+    rng = np.random.default_rng(5)
+    q = np.linalg.qr(rng.standard_normal((32, 32)))[0]
+    for shape in ((32, 32), (32, 8), (8, 32)):
+        base = q[: shape[0], : shape[1]]
+        far = projection_step(tf.constant(3.0 * base, tf.float64)).numpy()
+        assert np.linalg.svd(far, compute_uv=False).max() <= 1.0 + 1e-12
+        near = base + 1e-2 * rng.standard_normal(shape)
+        stepped = projection_step(tf.constant(near, tf.float64)).numpy()
+        sv = np.linalg.svd(stepped, compute_uv=False)
+        assert sv.max() <= 1.0 + 1e-12 and sv.min() > 0.98
+        before = np.linalg.svd(near, compute_uv=False)
+        assert np.abs(1 - sv).max() < np.abs(1 - before).max() / 4  # quadratic convergence
+        assert np.abs(stepped - near).max() > 0
+        converged = tf.constant(base, tf.float64)
+        eye = np.eye(min(shape))
+        gram = base @ base.T if shape[0] <= shape[1] else base.T @ base
+        assert np.linalg.norm(eye - gram) < PROJECTION_TOLERANCE
+        np.testing.assert_array_equal(projection_step(converged).numpy(), base)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -170,34 +171,48 @@ def fixed_generator(real: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return (real + rng.standard_normal(real.shape)).astype(np.float32)
 
 
-def fig1a(s: Settings, log: Callable[[str], None]) -> dict:
+def fig1a_row(toy_set: str, kind: str, s: Settings) -> tuple[dict, str]:
+    """One Fig. 1a panel: the trained critic's numbers and surface, and its log line."""
     from lipgan import diagnostics
     from lipgan.data.toy import SAMPLERS
     from lipgan.plots.toy import critic_surface
 
+    started, cpu = time.perf_counter(), time.process_time()
+    rng = np.random.default_rng(s.seed + 1)
+    real = SAMPLERS[toy_set](s.points, rng)
+    fake = fixed_generator(real, rng)
+    critic, loss = train_critic_against_fixed_generator(toy_set, kind, s)
+    _, _, values = critic_surface(critic, s.lim, s.grid)
+    grads = diagnostics.gradient_norm_stats(critic, real, fake, seed=s.seed)
+    row = {
+        "final_critic_loss": loss,
+        "grad_norm": grads,
+        "lipschitz_estimate": diagnostics.empirical_lipschitz(critic, real, fake),
+        "surface": np.round(values.astype(np.float64), 6).tolist(),
+        "real": np.round(real, 4).tolist(),
+        "fake": np.round(fake, 4).tolist(),
+    }
+    # The certified rows' bound (an SVD of each kernel the critic computes with), so that an
+    # estimate above it shows in the JSON and the log; clipping and GP certify nothing.
+    bound = _constraint(kind, s.a_clip_c).lipschitz_bound(critic)
+    if bound is not None:
+        row["lipschitz_bound"] = bound
+    bound = "" if bound is None else f"  bound {bound:.7f}"
+    line = (
+        f"fig1a {toy_set:<12} {kind:<17} loss {loss:+.4f}  mean ‖∇D‖ at interpolates "
+        f"{grads['interp/mean']:.3f}  Lipschitz estimate {row['lipschitz_estimate']:.3f}{bound}"
+        f"  ({_elapsed(started, cpu)})"
+    )
+    return row, line
+
+
+def fig1a(s: Settings, log: Callable[[str], None]) -> dict:
     result = {}
     for toy_set, _ in TOY_SETS:
         result[toy_set] = {}
-        rng = np.random.default_rng(s.seed + 1)
-        real = SAMPLERS[toy_set](s.points, rng)
-        fake = fixed_generator(real, rng)
         for kind in FIG1A_KINDS:
-            started = time.perf_counter()
-            critic, loss = train_critic_against_fixed_generator(toy_set, kind, s)
-            _, _, values = critic_surface(critic, s.lim, s.grid)
-            grads = diagnostics.gradient_norm_stats(critic, real, fake, seed=s.seed)
-            result[toy_set][kind] = {
-                "final_critic_loss": loss,
-                "grad_norm": grads,
-                "lipschitz_estimate": diagnostics.empirical_lipschitz(critic, real, fake),
-                "surface": np.round(values.astype(np.float64), 6).tolist(),
-                "real": np.round(real, 4).tolist(),
-                "fake": np.round(fake, 4).tolist(),
-            }
-            log(
-                f"fig1a {toy_set:<12} {kind:<17} loss {loss:+.4f}  mean ‖∇D‖ at interpolates "
-                f"{grads['interp/mean']:.3f}  ({time.perf_counter() - started:.0f} s)"
-            )
+            result[toy_set][kind], line = fig1a_row(toy_set, kind, s)
+            log(line)
     return result
 
 
@@ -240,35 +255,57 @@ def _critic_weights(critic) -> np.ndarray:
     return np.concatenate([np.asarray(v).reshape(-1) for v in critic.trainable_variables])
 
 
-def fig1b(s: Settings, log: Callable[[str], None]) -> dict:
+FIG1B_CONFIGS = tuple(("weight_clip", c) for c in CLIP_VALUES) + (("gradient_penalty", None),)
+
+
+def fig1b_row(kind: str, c: float | None, s: Settings) -> tuple[dict, str]:
+    """One Fig. 1b configuration: per-layer gradient norms, their spread, the weight histogram."""
     import tensorflow as tf
 
     from lipgan import diagnostics
 
-    configs = [("weight_clip", c) for c in CLIP_VALUES] + [("gradient_penalty", None)]
-    norms, ratios, histograms = {}, {}, {}
-    for kind, c in configs:
-        started = time.perf_counter()
-        name = _config_name(kind, c)
-        wgan, data = train_deep_wgan(kind, c, s)
-        real = np.asarray(next(iter(data)))
-        z = tf.random.stateless_normal([len(real), *wgan.latent_shape], seed=[s.seed, 1])
-        fake = np.asarray(wgan.generator(z, training=False))
-        norms[name] = diagnostics.layer_gradient_norms(wgan.critic, real, fake)
-        ratios[name] = max_over_min(norms[name])
-        weights = _critic_weights(wgan.critic)
-        bound = c if c else float(np.abs(weights).max())
-        counts, edges = np.histogram(weights, bins=s.hist_bins, range=(-bound, bound))
-        histograms[name] = {
+    started, cpu = time.perf_counter(), time.process_time()
+    name = _config_name(kind, c)
+    wgan, data = train_deep_wgan(kind, c, s)
+    real = np.asarray(next(iter(data)))
+    z = tf.random.stateless_normal([len(real), *wgan.latent_shape], seed=[s.seed, 1])
+    fake = np.asarray(wgan.generator(z, training=False))
+    norms = diagnostics.layer_gradient_norms(wgan.critic, real, fake)
+    weights = _critic_weights(wgan.critic)
+    bound = c if c else float(np.abs(weights).max())
+    counts, edges = np.histogram(weights, bins=s.hist_bins, range=(-bound, bound))
+    row = {
+        "layer_grad_norms": norms,
+        "max_over_min": max_over_min(norms),
+        "weight_histogram": {
             "edges": edges.tolist(),
             "counts": counts.tolist(),
             "frac_at_bounds": float(np.mean(np.abs(weights) >= 0.999 * bound)),
-        }
-        log(
-            f"fig1b {name:<19} ‖∂L/∂h‖ first {norms[name][0]:.2e} last {norms[name][-1]:.2e} "
-            f"max/min {ratios[name]:.1e}  ({time.perf_counter() - started:.0f} s)"
-        )
-    return {"layer_grad_norms": norms, "max_over_min": ratios, "weight_histograms": histograms}
+        },
+    }
+    line = (
+        f"fig1b {name:<19} ‖∂L/∂h‖ first {norms[0]:.2e} last {norms[-1]:.2e} "
+        f"max/min {row['max_over_min']:.1e}  ({_elapsed(started, cpu)})"
+    )
+    return row, line
+
+
+def _fig1b_result(rows: dict) -> dict:
+    """``{name: row}`` of :func:`fig1b_row` as the JSON's three tables, in the paper's order."""
+    names = [_config_name(kind, c) for kind, c in FIG1B_CONFIGS]
+    return {
+        "layer_grad_norms": {n: rows[n]["layer_grad_norms"] for n in names},
+        "max_over_min": {n: rows[n]["max_over_min"] for n in names},
+        "weight_histograms": {n: rows[n]["weight_histogram"] for n in names},
+    }
+
+
+def fig1b(s: Settings, log: Callable[[str], None]) -> dict:
+    rows = {}
+    for kind, c in FIG1B_CONFIGS:
+        rows[_config_name(kind, c)], line = fig1b_row(kind, c, s)
+        log(line)
+    return _fig1b_result(rows)
 
 
 def max_over_min(norms) -> float:
@@ -301,21 +338,177 @@ def check_fig1b(result: dict) -> list[str]:
     return failures
 
 
-def run(out_dir, quick: bool = False, log: Callable[[str], None] = print) -> dict:
-    """Train everything, write ``fig1.json``, ``fig1a.png`` and ``fig1b.png`` to ``out_dir``."""
+# -- running the rows ----------------------------------------------------------------------------
+#: Every panel of the figure as an independent task, the costliest first (measured per-step CPU
+#: time, docs/fig1.md): the 12-layer WGANs, then the certified 1a critics, GP, clipping.
+ROWS = tuple(("b", kind, c) for kind, c in reversed(FIG1B_CONFIGS)) + tuple(
+    ("a", toy_set, kind)
+    for kind in ("bjorck", "aol", "gradient_penalty", "weight_clip")
+    for toy_set, _ in TOY_SETS
+)
+
+
+def run_row(task: tuple, s: Settings) -> tuple[tuple, dict, str]:
+    """Train and measure one entry of :data:`ROWS`; returns (task, its numbers, its log line)."""
+    part, first, second = task
+    row, line = fig1a_row(first, second, s) if part == "a" else fig1b_row(first, second, s)
+    return task, row, line
+
+
+def _elapsed(started: float, cpu: float) -> str:
+    """Wall and CPU seconds since ``started``/``cpu`` (a row's cost on a shared machine)."""
+    return f"{time.perf_counter() - started:.0f} s, {time.process_time() - cpu:.0f} CPU-s"
+
+
+def source_digest(roots=None) -> str:
+    """A digest of the ``.py`` sources under ``roots`` (default: the lipgan and lipgan_plugins
+    packages) as they are on disk now.
+
+    Why: a worker process imports the code when it starts, not when the command was typed, so a
+    tree edited while a parallel run starts its workers gives rows computed by other code than
+    the rest, with nothing in the output to show it: the likely cause of a run's three Björck rows
+    above their certified bound, which the committed code, deterministic in a single-threaded
+    worker, does not reproduce (docs/fig1.md). :func:`run_tasks` compares each worker's digest,
+    taken right after its imports, with its own.
+    """
+    import hashlib
+
+    if roots is None:
+        import lipgan
+        import lipgan_plugins
+
+        roots = [Path(lipgan.__file__).parent, Path(lipgan_plugins.__file__).parent]
+    digest = hashlib.sha256()
+    for root in map(Path, roots):
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+_WORKER_DIGEST = None
+
+
+def _worker_init(threads: int) -> None:
+    """Pool initializer: TensorFlow's thread pools (set before it starts), then every module a
+    row uses imported at once (not row by row, minutes later) and the digest of that code."""
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
+    import lipgan.data.pipeline  # noqa: F401
+    import lipgan.data.toy  # noqa: F401
+    import lipgan.diagnostics  # noqa: F401
+    import lipgan.engine  # noqa: F401
+    import lipgan.models  # noqa: F401
+    import lipgan.plots.toy  # noqa: F401
+    from lipgan.plugins import load_registry
+
+    load_registry()  # imports every built-in plugin module
+    global _WORKER_DIGEST
+    _WORKER_DIGEST = source_digest()
+
+
+def _run_row_in_worker(task: tuple, s: Settings) -> tuple[tuple, dict, str, str]:
+    return (*run_row(task, s), _WORKER_DIGEST)
+
+
+def check_sources(digest: str, worker_digests: dict) -> None:
+    """Raise one line if a worker ran other code than ``digest`` (see :func:`source_digest`)."""
+    from lipgan.errors import ConfigError
+
+    mixed = sorted(str(task) for task, d in worker_digests.items() if d != digest)
+    if mixed:
+        raise ConfigError(
+            f"the lipgan sources changed while the rows ran: {len(mixed)} row(s) (e.g. "
+            f"{mixed[0]}) ran other code than this process; rerun without editing the tree"
+        )
+
+
+def run_rows(s: Settings, log: Callable[[str], None], jobs: int) -> dict:
+    """Every row of :data:`ROWS`, in ``jobs`` worker processes (in this process when 1).
+
+    The rows share nothing (each seeds its own model and data), so running them side by side
+    changes no number beyond float rounding (one thread per worker sums in another order). Why
+    processes: the toy MLPs are too small for TensorFlow's intra-op threads to keep two cores
+    busy (the same reason ``lipgan study`` runs one single-threaded cell per core,
+    :func:`lipgan.study.runner.default_jobs`).
+    """
+    done = run_tasks(ROWS, s, log, jobs)
+    fig1a_result = {
+        toy_set: {kind: done[("a", toy_set, kind)] for kind in FIG1A_KINDS}
+        for toy_set, _ in TOY_SETS
+    }
+    rows_b = {_config_name(kind, c): done[("b", kind, c)] for kind, c in FIG1B_CONFIGS}
+    return {"fig1a": fig1a_result, "fig1b": _fig1b_result(rows_b)}
+
+
+def run_tasks(tasks, s: Settings, log: Callable[[str], None], jobs: int) -> dict:
+    """``{task: row}`` for the given entries of :data:`ROWS`, as :func:`run_rows` runs them."""
+    done = {}
+    if jobs <= 1:
+        for task in tasks:
+            _, done[task], line = run_row(task, s)
+            log(line)
+        return done
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else jobs
+    threads = max(1, (cores or 1) // jobs)
+    digest, worker_digests = source_digest(), {}
+    with ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_worker_init,
+        initargs=(threads,),
+    ) as pool:
+        futures = [pool.submit(_run_row_in_worker, task, s) for task in tasks]
+        for future in as_completed(futures):
+            task, done[task], line, worker_digests[task] = future.result()
+            log(line)
+    check_sources(digest, worker_digests)
+    return done
+
+
+def default_jobs() -> int:
+    """One worker per usable core (at most one per row)."""
+    from lipgan.study.runner import default_jobs as per_core
+
+    return min(per_core()[0], len(ROWS))
+
+
+def run(
+    out_dir, quick: bool = False, log: Callable[[str], None] = print, jobs: int | None = None
+) -> dict:
+    """Train everything, write ``fig1.json``, ``fig1a.png`` and ``fig1b.png`` to ``out_dir``.
+
+    ``jobs``: worker processes for the rows (:func:`run_rows`); default one per core.
+    """
     from lipgan.plots.fig1 import plot_fig1a, plot_fig1b
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     s = QUICK if quick else FULL
+    jobs = default_jobs() if jobs is None else jobs
     started = time.perf_counter()
+    cpu_started = _children_cpu_seconds()
     result = {"paper": "Gulrajani et al. 2017, Fig. 1", "quick": quick, "settings": s.as_dict()}
-    result["fig1a"] = fig1a(s, log)
-    result["fig1b"] = fig1b(s, log)
+    result.update(run_rows(s, log, jobs))
     result["fig1b"]["claim_failures"] = check_fig1b(result)
     result["wall_seconds"] = time.perf_counter() - started
+    result["jobs"] = jobs
+    result["cpu_seconds"] = _children_cpu_seconds() - cpu_started
     (out / "fig1.json").write_text(json.dumps(result))
     plot_fig1a(result, out / "fig1a.png")
     plot_fig1b(result, out / "fig1b.png")
-    log(f"fig1 written to {out} in {result['wall_seconds']:.0f} s")
+    log(
+        f"fig1 written to {out} in {result['wall_seconds']:.0f} s "
+        f"({jobs} job{'s' if jobs != 1 else ''}, {result['cpu_seconds']:.0f} CPU-seconds)"
+    )
     return result
+
+
+def _children_cpu_seconds() -> float:
+    """User + system CPU time of this process and its finished children (the pool's workers)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
