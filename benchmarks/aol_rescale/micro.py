@@ -3,7 +3,9 @@
 Each candidate is a tf.function computing forward + backward of ``sum(aol_rescale(kernel) * g)``
 for one DCGAN critic kernel; candidates are called in alternation, round after round, and each
 keeps its best process-CPU time per call, so load that comes and goes hits all of them alike.
-Usage: python benchmarks/aol_rescale/micro.py [--rounds N] [--calls N]
+``--critic`` times, the same way, forward + backward of the whole DCGAN critic (32x32x3, dim 64,
+batch 64 + 64, gradients for every weight): plain, AOL with the old rescaling, AOL with the new.
+Usage: python benchmarks/aol_rescale/micro.py [--rounds N] [--calls N] [--critic]
 """
 
 import argparse
@@ -68,13 +70,70 @@ def rescale(kernel, sums):
     return kernel * scale[None, None, :, None]
 
 
+def old_aol_rescale(kernel):
+    if len(kernel.shape) == 2:
+        return rescale(
+            kernel, tf.reduce_sum(tf.abs(tf.matmul(kernel, kernel, transpose_b=True)), 1)
+        )
+    return rescale(kernel, tf.reduce_sum(old_conv_gram_channel_matrix(kernel), 1))
+
+
+def best_times(fns, rounds, calls):
+    """Best process-CPU seconds per call of each function, called in alternation."""
+    for fn in fns:
+        fn()  # trace
+    best = [np.inf] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            t0 = time.process_time()
+            for _ in range(calls):
+                fn()
+            best[i] = min(best[i], (time.process_time() - t0) / calls)
+    return best
+
+
+def critics(rounds, calls):
+    import keras
+
+    from lipgan.models.dcgan import dcgan_critic
+    from lipgan_plugins.aol import AOL
+
+    keras.utils.set_random_seed(0)
+    plain = dcgan_critic((32, 32, 3))
+    old = AOL().wrap_critic(plain)
+    for layer in old.layers:
+        if hasattr(layer, "transform"):
+            layer.transform = old_aol_rescale  # the instance's, before issue 26's change
+    new = AOL().wrap_critic(plain)
+    x = tf.random.stateless_uniform((128, 32, 32, 3), seed=[1, 2], minval=-1.0, maxval=1.0)
+    fns = []
+    for critic in (plain, old, new):
+
+        @tf.function
+        def step(critic=critic):
+            with tf.GradientTape() as tape:
+                d = critic(x, training=True)
+                loss = tf.reduce_mean(d[64:]) - tf.reduce_mean(d[:64])
+            return tape.gradient(loss, critic.trainable_variables)
+
+        fns.append(step)
+    best = best_times(fns, rounds, calls)
+    print("| DCGAN critic fwd+bwd, batch 128 | CPU ms (best) | × plain |\n|---|---|---|")
+    for name, t in zip(("plain", "aol, old rescaling", "aol, new rescaling"), best):
+        print(f"| {name} | {t * 1e3:.1f} | {t / best[0]:.2f} |")
+
+
 def main():
     from lipgan.reparametrized import conv_gram_channel_matrix, dense_gram_row_sums
 
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--calls", type=int, default=5)
+    p.add_argument("--critic", action="store_true")
     args = p.parse_args()
+    if args.critic:
+        critics(args.rounds, args.calls)
+        return
     forms = {
         "old": lambda k: rescale(k, tf.reduce_sum(old_conv_gram_channel_matrix(k), 1)),
         "half_plane": lambda k: rescale(
@@ -83,7 +142,7 @@ def main():
         "new": lambda k: rescale(k, tf.reduce_sum(conv_gram_channel_matrix(k), 1)),
     }
     dense_forms = {
-        "old": lambda k: rescale(k, tf.reduce_sum(tf.abs(tf.matmul(k, k, transpose_b=True)), 1)),
+        "old": old_aol_rescale,
         "new": lambda k: rescale(k, dense_gram_row_sums(k)),
     }
     rng = np.random.default_rng(0)
@@ -104,15 +163,8 @@ def main():
                 loss = tf.reduce_sum(f(k) * g)
             return tape.gradient(loss, k)
 
-        step()  # trace
         fns.append(step)
-    best = [np.inf] * len(cases)
-    for _ in range(args.rounds):
-        for i, step in enumerate(fns):
-            t0 = time.process_time()
-            for _ in range(args.calls):
-                step()
-            best[i] = min(best[i], (time.process_time() - t0) / args.calls)
+    best = best_times(fns, args.rounds, args.calls)
     print("| kernel | form | fwd+bwd CPU ms (best) |\n|---|---|---|")
     for (shape, name, _), t in zip(cases, best):
         print(f"| {shape} | {name} | {t * 1e3:.2f} |")
