@@ -13,6 +13,8 @@ constant; it gives up (None) on any layer it cannot bound.
 
 from __future__ import annotations
 
+import functools
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -89,7 +91,15 @@ class KernelReparametrization(keras.layers.Wrapper):
 
 
 def dense_gram_row_sums(kernel: tf.Tensor) -> tf.Tensor:
-    """``Σⱼ |KKᵀ|ᵢⱼ`` per input unit ``i`` of a Dense kernel ``K`` [in, out] (the map is x ↦ xK)."""
+    """``Σⱼ |KKᵀ|ᵢⱼ`` per input unit ``i`` of a Dense kernel ``K`` [in, out] (the map is x ↦ xK).
+
+    A single output (every critic's last layer) makes ``KKᵀ = kkᵀ`` rank one, and the sum is
+    ``|kᵢ|·‖k‖₁`` exactly: O(in) work instead of an [in, in] matrix (4096² for the DCGAN critic,
+    whose abs and its gradient, memory-bound, took longer than any conv's rescaling).
+    """
+    if kernel.shape[1] == 1:
+        magnitude = ops.abs(kernel[:, 0])
+        return magnitude * ops.sum(magnitude)
     return ops.sum(ops.abs(ops.matmul(kernel, ops.transpose(kernel))), axis=1)
 
 
@@ -102,41 +112,87 @@ def conv_gram_channel_matrix(kernel: tf.Tensor) -> tf.Tensor:
     of |WᵀW| for channel i. A stride or a cropped output keeps a subset of W's rows, which lowers WᵀW
     in the PSD order, so the bounds hold for them too.
 
-    Computed as ``kh`` matrix products, one per vertical shift ``dy ≥ 0``: the kernel rows ``y`` and
-    ``y + dy``, each flattened to ``[(x, i), (y, c)]``, give every ``A[dy, x' − x]`` at once, and the
-    horizontal shifts are summed out of that ``[kw, kw]`` block grid by one small product with a
-    0/1 matrix (:func:`_diagonal_selector`; as ``diag_part`` of the grid it took ~10 % longer
-    forward and backward); ``A[−Δ] = A[Δ]ᵀ`` gives the other half. That is
-    ``kw²·in²·out·kh(kh+1)`` multiply-adds, all in large products,
-    against ``in²·out·kh·kw·(2kh−1)(2kw−1)`` for the kernel convolved with itself over a zero-padded
-    copy (the earlier form; 6.5× the arithmetic for a 5×5 kernel, most of it on zeros).
+    Computed by the convolution theorem: on an ``N = (2kh−1)·(2kw−1)`` grid, where the kernel's
+    circular autocorrelation equals the linear one (every shift Δ has its own cell), the DFT
+    ``K̂[ω] = R[ω] + iI[ω]`` ([in, out] per frequency) gives ``Â[ω] = conj(K̂[ω]) K̂[ω]ᵀ =
+    (RRᵀ + IIᵀ) + i(RIᵀ − IRᵀ)``, three [in, out] × [out, in] products per frequency (the
+    imaginary part is ``M − Mᵀ`` for ``M = RIᵀ``), and ``A`` is its inverse DFT. The kernel is
+    real, so half the frequencies suffice (``Â[−ω]`` is the conjugate of ``Â[ω]``), and
+    ``A[−Δ] = A[Δ]ᵀ`` leaves half the shifts to transform back. The DFTs
+    are products with constant cosine/sine matrices (:func:`_half_spectrum`), so everything is a
+    real matrix product that autodiff, XLA and TPUs handle as usual. This is the 2-D DFT
+    block-diagonalization of a convolution that Sedghi, Gupta & Long (ICLR 2019, "The Singular
+    Values of Convolutional Layers") use for exact singular values; here only its Gram matrix is
+    needed. Cost: ``3·in²·out·(N+1)/2`` multiply-adds (41·3 = 123 ``in²·out`` for a 5×5 kernel)
+    plus the two DFTs, against ``kw²·in²·out·kh(kh+1)/2`` (375 ``in²·out``) for the earlier form,
+    ``kh`` products of kernel row pairs with a 0/1 matrix summing the horizontal shifts (issue 26;
+    ``benchmarks/aol_rescale/micro.py`` times both). The numbers are the same up to float rounding
+    (``tests/test_certified.py``).
     """
     kh, kw, cin, cout = kernel.shape
-    rows = ops.transpose(kernel, (1, 2, 0, 3))  # [kw, in, kh, out]
-    selector = _diagonal_selector(kw, kernel.dtype)
-    total = None
-    for dy in range(kh):
-        top = ops.reshape(rows[:, :, : kh - dy, :], (kw * cin, (kh - dy) * cout))
-        bottom = ops.reshape(rows[:, :, dy:, :], (kw * cin, (kh - dy) * cout))
-        grid = ops.matmul(top, ops.transpose(bottom))  # [(x, i), (x', j)]: A_ij[dy, x' − x]
-        grid = ops.transpose(ops.reshape(grid, (kw, cin, kw, cin)), (1, 3, 0, 2))  # [i, j, x, x']
-        # [i, j, dx]: Σ_x A_ij at (x, x + dx), for each dx in −(kw − 1) .. kw − 1
-        shifts = ops.reshape(
-            ops.matmul(ops.reshape(grid, (cin * cin, kw * kw)), selector), (cin, cin, -1)
+    forward, inverse = (tf.constant(m, kernel.dtype) for m in _half_spectrum(kh, kw))
+    nf = inverse.shape[0]  # frequencies (and shifts) kept: 0 and one of each pair
+    flat = tf.reshape(kernel, (kh * kw, cin * cout))
+    real = tf.reshape(tf.matmul(forward[:nf], flat), (nf, cin, cout))
+    imag = tf.reshape(tf.matmul(forward[nf:], flat), (nf, cin, cout))
+    gram_re = tf.matmul(real, real, transpose_b=True) + tf.matmul(imag, imag, transpose_b=True)
+    cross = tf.matmul(real, imag, transpose_b=True)
+    gram_im = cross - tf.transpose(cross, (0, 2, 1))  # RIᵀ − IRᵀ
+    shifts = tf.matmul(inverse[:, :nf], tf.reshape(gram_re, (nf, cin * cin))) + tf.matmul(
+        inverse[:, nf:], tf.reshape(gram_im, (nf, cin * cin))
+    )  # [Δ, (i, j)] for Δ = 0 and one of each pair ±Δ; the other half is A[−Δ] = A[Δ]ᵀ
+    magnitude = _abs_beyond_rounding(tf.reshape(shifts, (nf, cin, cin)))
+    half = tf.reduce_sum(magnitude, axis=0)
+    return half + tf.transpose(half) - magnitude[0]
+
+
+def _abs_beyond_rounding(shifts: tf.Tensor) -> tf.Tensor:
+    """``|A[Δ]|``, with no gradient where ``A_ij[Δ]`` is within rounding error of 0.
+
+    The DFT leaves every ``A_ij[Δ]`` with an error up to about ``5·eps·sqrt(A_ii[0]·A_jj[0])``
+    (Cauchy–Schwarz bounds ``Σ_ω |Â_ij[ω]|/N`` by that root; measured on random and
+    delta-orthogonal 5×5 kernels), so an entry that is 0 (every shift but 0 of a delta-orthogonal
+    kernel, AOL's conv start) comes out as noise whose sign, and so the gradient of ``|·|``, differs
+    between eager, tf.function and XLA. Below ``16·eps·sqrt(A_ii[0]·A_jj[0])`` the sign is
+    unknowable and the gradient is taken as 0, as for an exact 0 (``sign(0) = 0``); values are
+    unchanged.
+    """
+    magnitude = tf.abs(shifts)
+    diagonal = tf.abs(tf.linalg.diag_part(shifts[0]))  # A_ii[0] = ‖K_i‖²
+    eps = float(np.finfo(shifts.dtype.as_numpy_dtype).eps)
+    noise = tf.stop_gradient(16 * eps * tf.sqrt(diagonal[:, None] * diagonal[None, :]))
+    return tf.where(magnitude > noise, magnitude, tf.stop_gradient(magnitude))
+
+
+@functools.cache
+def _half_spectrum(kh: int, kw: int) -> tuple[np.ndarray, np.ndarray]:
+    """The real DFT matrices of :func:`conv_gram_channel_matrix` on the ``(2kh−1)×(2kw−1)`` grid.
+
+    ``forward`` [2F, kh·kw]: rows ``cos θ`` then ``−sin θ``, ``θ = 2π(fy·y/Ny + fx·x/Nx)``, for the
+    ``F = (N+1)/2`` frequencies ω = 0 and one of each pair ±ω. ``inverse`` [(N+1)/2, 2F]: the real
+    part of the inverse DFT at shift 0 and one of each pair ±Δ, each conjugate pair ±ω counted
+    twice (``(1/N)·Σ_ω Re(Â[ω] e^{iθ}) = (1/N)·Σ_ω (Re Â cos θ − Im Â sin θ)``).
+    """
+    ny, nx = 2 * kh - 1, 2 * kw - 1
+    # ω (and Δ) in lexicographic order over [−(ny−1)/2, (ny−1)/2] × [−(nx−1)/2, (nx−1)/2]:
+    # the first (N+1)/2 from the centre on are 0 and one of each pair.
+    centred = [(a - kh + 1, b - kw + 1) for a in range(ny) for b in range(nx)]
+    freqs = np.array(centred[len(centred) // 2 :], np.float64)  # [F, 2]: (0, 0), then ω > 0
+    taps = np.array([(y, x) for y in range(kh) for x in range(kw)], np.float64)  # [kh·kw, 2]
+
+    def angle(points, freq):  # [len(points), len(freq)]: 2π(fy·y/Ny + fx·x/Nx)
+        return (
+            2
+            * np.pi
+            * (np.outer(points[:, 0], freq[:, 0]) / ny + np.outer(points[:, 1], freq[:, 1]) / nx)
         )
-        row = ops.sum(ops.abs(shifts), axis=-1)
-        row = row if dy == 0 else row + ops.transpose(row)  # the shifts −Δ
-        total = row if total is None else total + row
-    return total
 
-
-def _diagonal_selector(kw: int, dtype) -> tf.Tensor:
-    """``S[(x, x'), dx] = 1`` where ``x' − x = dx − (kw − 1)``: sums a ``[kw, kw]`` grid's diagonals."""
-    selector = np.zeros((kw, kw, 2 * kw - 1), np.float32)
-    for x in range(kw):
-        for x2 in range(kw):
-            selector[x, x2, x2 - x + kw - 1] = 1.0
-    return ops.cast(selector.reshape(kw * kw, 2 * kw - 1), dtype)
+    theta = angle(freqs, taps)  # [ω, tap]
+    forward = np.concatenate([np.cos(theta), -np.sin(theta)])
+    phase = angle(freqs, freqs)  # [Δ, ω]: the shifts kept are the same index set as ω
+    weight = np.where(np.all(freqs == 0, axis=1), 1.0, 2.0) / (ny * nx)
+    inverse = np.concatenate([np.cos(phase) * weight, -np.sin(phase) * weight], axis=1)
+    return forward, inverse
 
 
 def conv_gram_row_sums(kernel: tf.Tensor) -> tf.Tensor:
