@@ -58,3 +58,24 @@ def finish(proc, timeout=600) -> subprocess.CompletedProcess:
 
 def run_python(*args, env=None, timeout=600) -> subprocess.CompletedProcess:
     return finish(start_python(*args, env=env), timeout)
+
+
+#: The built-in constraints compared on every replica layout (tests/test_replica_invariance.py).
+REPLICA_CONSTRAINTS = ("none", "gradient_penalty", "weight_clip", "spectral_norm")
+REPLICA_LAYOUTS = ("default", "mirrored:1", "mirrored:2", "mirrored:4", "multi_worker")
+#: Compared on 1 vs 2 replicas (tests/test_lazy_regularization.py): a lazy penalty's active and
+#: inactive updates, DRAGAN's all-reduced global-batch std, spectral norm's broadcast u and σ.
+LAZY_REPLICA_SPECS = ("gradient_penalty:every=3", "dragan:noise=reference", "spectral_norm")
+
+
+@pytest.fixture(scope="session")
+def replica_probes():
+    """tests/replica_probe.py once per layout for the session (``.get(*layouts)``), shared by
+    the modules that compare layouts: the 1- and 2-replica processes also run the lazy specs."""
+    from tests.helpers import ReplicaProbes
+
+    lazy = tuple(s for s in LAZY_REPLICA_SPECS if s not in REPLICA_CONSTRAINTS)
+    specs = {layout: REPLICA_CONSTRAINTS for layout in REPLICA_LAYOUTS}
+    for layout in ("default", "mirrored:2"):
+        specs[layout] = REPLICA_CONSTRAINTS + lazy
+    return ReplicaProbes(specs)

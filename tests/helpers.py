@@ -223,3 +223,54 @@ def bjorck_replica_spread(construction: str) -> dict:
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
     assert done.returncode == 0 and lines, done.stderr[-3000:]
     return json.loads(lines[-1][len("RESULT ") :])
+
+
+class ReplicaProbes:
+    """tests/replica_probe.py's results by replica layout, each layout run once per session.
+
+    ``specs`` maps a layout to the constraint specs its process runs. Two test modules compare
+    layouts (test_replica_invariance: the built-ins on 1, 2 and 4 replicas and 2 workers;
+    test_lazy_regularization: lazy GP and DRAGAN's reference noise on 1 vs 2 replicas); one
+    process per layout for both saves TensorFlow start-ups and the traces both need. Layouts
+    start two at a time: the machines this runs on have 2 cores.
+    """
+
+    def __init__(self, specs: dict[str, tuple[str, ...]]):
+        self.specs, self.results = specs, {}
+
+    def get(self, *layouts: str) -> dict:
+        """``{layout: the probe's JSON}``, running the layouts not run yet."""
+        from tests.conftest import finish, free_port
+
+        missing = [lay for lay in layouts if lay not in self.results]
+        single = [lay for lay in missing if lay != "multi_worker"]
+        for pair in (single[i : i + 2] for i in range(0, len(single), 2)):
+            procs = {lay: self._start(lay) for lay in pair}
+            self.results.update({lay: self._parse(finish(proc)) for lay, proc in procs.items()})
+        if "multi_worker" in missing:  # two processes joined by TF_CONFIG on 127.0.0.1
+            cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
+            workers = [
+                self._start(
+                    "multi_worker",
+                    TF_CONFIG=json.dumps(
+                        {"cluster": cluster, "task": {"type": "worker", "index": i}}
+                    ),
+                )
+                for i in range(2)
+            ]
+            chief, other = (finish(w) for w in workers)
+            self.results["multi_worker"] = self._parse(chief)  # compared through the chief
+            assert other.returncode == 0, other.stderr[-2000:]
+        return {lay: self.results[lay] for lay in layouts}
+
+    def _start(self, layout: str, **env):
+        from tests.conftest import REPO, start_python
+
+        probe = REPO / "tests" / "replica_probe.py"
+        return start_python(probe, layout, *self.specs[layout], env=env)
+
+    @staticmethod
+    def _parse(proc) -> dict:
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+        assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+        return json.loads(lines[-1][len("RESULT ") :])
