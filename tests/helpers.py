@@ -235,6 +235,9 @@ class ReplicaProbes:
     start two at a time: the machines this runs on have 2 cores.
     """
 
+    #: A hang guard only: on 2 cores shared with other jobs a probe has taken over 10 minutes.
+    TIMEOUT = 1800
+
     def __init__(self, specs: dict[str, tuple[str, ...]]):
         self.specs, self.results = specs, {}
 
@@ -246,7 +249,9 @@ class ReplicaProbes:
         single = [lay for lay in missing if lay != "multi_worker"]
         for pair in (single[i : i + 2] for i in range(0, len(single), 2)):
             procs = {lay: self._start(lay) for lay in pair}
-            self.results.update({lay: self._parse(finish(proc)) for lay, proc in procs.items()})
+            self.results.update(
+                {lay: self._parse(finish(proc, self.TIMEOUT)) for lay, proc in procs.items()}
+            )
         if "multi_worker" in missing:  # two processes joined by TF_CONFIG on 127.0.0.1
             cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
             workers = [
@@ -258,7 +263,7 @@ class ReplicaProbes:
                 )
                 for i in range(2)
             ]
-            chief, other = (finish(w) for w in workers)
+            chief, other = (finish(w, self.TIMEOUT) for w in workers)
             self.results["multi_worker"] = self._parse(chief)  # compared through the chief
             assert other.returncode == 0, other.stderr[-2000:]
         return {lay: self.results[lay] for lay in layouts}
