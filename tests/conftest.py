@@ -11,6 +11,56 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 REPO = Path(__file__).resolve().parents[1]
 
 
+#: Work units by cost, the heaviest first (wall seconds of the slowest tests in a serial
+#: ``pytest -q --durations`` run on 2 cores, 2026-12-04). Under ``pytest -n 2 --dist loadgroup``
+#: (the README's test command) the workers take the units in this order and then the rest in
+#: collection order, so no multi-minute module starts while the other worker runs out of work.
+#: A unit is a module, or ``@group`` for the tests marked ``xdist_group(group)``.
+HEAVIEST_FIRST = (
+    "tests/test_study.py",
+    "@replica_probes",
+    "tests/test_notebook_script.py",
+    "tests/test_study_curve.py",
+    "tests/test_lifecycle.py",
+    "tests/test_fig1.py",
+    "tests/test_bench.py",
+    "tests/test_bcop.py",
+    "tests/test_certified.py",
+    "tests/test_testing_kit.py",
+    "tests/test_cli.py",
+    "tests/test_python_api.py",
+    "tests/test_multi_worker_run.py",
+    "tests/test_testbeds.py",
+    "tests/test_third_party_plugin.py",
+    "tests/test_image_runs.py",
+)
+
+
+def work_unit(item) -> str:
+    """The unit tests/xdist_scheduling.py gives ``item`` to one worker with."""
+    group = item.get_closest_marker("xdist_group")
+    if group is not None:
+        return "@" + (group.args[0] if group.args else group.kwargs["name"])
+    return item.nodeid.split("::", 1)[0]
+
+
+def pytest_collection_modifyitems(config, items):
+    """On an xdist worker, the heaviest units first (a stable sort: the rest keep their order)."""
+    if hasattr(config, "workerinput"):
+        rank = {unit: i for i, unit in enumerate(HEAVIEST_FIRST)}
+        items.sort(key=lambda item: rank.get(work_unit(item), len(rank)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup``: whole modules and groups, heaviest first (tests/xdist_scheduling.py)."""
+    if config.getoption("dist") == "loadgroup":
+        from tests.xdist_scheduling import ModulesHeaviestFirst
+
+        return ModulesHeaviestFirst(config, log)
+    return None
+
+
 @pytest.fixture(scope="session", autouse=True)
 def tfds_data_dir(tmp_path_factory):
     """Isolate TFDS: offline builders are generated here, nothing is read from ~/tensorflow_datasets."""
@@ -71,7 +121,9 @@ LAZY_REPLICA_SPECS = ("gradient_penalty:every=3", "dragan:noise=reference", "spe
 @pytest.fixture(scope="session")
 def replica_probes():
     """tests/replica_probe.py once per layout for the session (``.get(*layouts)``), shared by
-    the modules that compare layouts: the 1- and 2-replica processes also run the lazy specs."""
+    the modules that compare layouts: the 1- and 2-replica processes also run the lazy specs.
+    Tests that use it are marked ``xdist_group("replica_probes")``, so that under xdist one
+    worker runs them all and the probes run once."""
     from tests.helpers import ReplicaProbes
 
     lazy = tuple(s for s in LAZY_REPLICA_SPECS if s not in REPLICA_CONSTRAINTS)
