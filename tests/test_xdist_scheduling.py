@@ -75,3 +75,15 @@ def test_ci_runs_the_readmes_test_command():
     command = re.search(r"pip install -e '\.\[test\]' && (pytest [^\n]+)", readme).group(1)
     assert "-n 2 --dist loadgroup" in command
     assert f"pip install -q -e '.[test]' && {command}\n" in (REPO / ".ci" / "run").read_text()
+
+
+def test_every_unit_listed_heaviest_first_exists():
+    """A renamed module or group would silently lose its early start."""
+    from tests.conftest import HEAVIEST_FIRST
+
+    sources = "".join(p.read_text() for p in (REPO / "tests").glob("test_*.py"))
+    for unit in HEAVIEST_FIRST:
+        if unit.startswith("@"):
+            assert f'xdist_group("{unit[1:]}")' in sources, unit
+        else:
+            assert (REPO / unit).is_file(), unit
