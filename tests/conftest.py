@@ -12,10 +12,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 #: Work units by cost, the heaviest first (wall seconds of the slowest tests in a serial
-#: ``pytest -q --durations`` run on 2 cores, 2026-12-04). Under ``pytest -n 2 --dist loadgroup``
+#: ``pytest -q --durations`` run on 2 cores, 2026-12-04). Under ``pytest -n 2 --dist loadscope``
 #: (the README's test command) the workers take the units in this order and then the rest in
 #: collection order, so no multi-minute module starts while the other worker runs out of work.
-#: A unit is a module, or ``@group`` for the tests marked ``xdist_group(group)``.
+#: A unit is a test module, or a name from SHARED_UNITS.
 HEAVIEST_FIRST = (
     "tests/test_study.py",
     "@replica_probes",
@@ -35,26 +35,40 @@ HEAVIEST_FIRST = (
     "tests/test_image_runs.py",
 )
 
+#: Tests (node-id prefixes) that share a session fixture, so one xdist worker runs them as one
+#: unit and the fixture is built once: the replica layouts' probes (``replica_probes``).
+#: A table, not ``xdist_group`` marks: xdist 3.8's ``loadgroup`` groups by rewriting node ids,
+#: which pytest 9.2 no longer honours (pytest-dev/pytest-xdist#1386: the marks are silently
+#: ignored).
+SHARED_UNITS = {
+    "@replica_probes": (
+        "tests/test_replica_invariance.py",
+        "tests/test_lazy_regularization.py::"
+        "test_lazy_penalty_reference_dragan_and_synced_spectral_norm_are_replica_invariant",
+    ),
+}
 
-def work_unit(item) -> str:
-    """The unit tests/xdist_scheduling.py gives ``item`` to one worker with."""
-    group = item.get_closest_marker("xdist_group")
-    if group is not None:
-        return "@" + (group.args[0] if group.args else group.kwargs["name"])
-    return item.nodeid.split("::", 1)[0]
+
+def work_unit(nodeid: str) -> str:
+    """The unit tests/xdist_scheduling.py gives the test ``nodeid`` to one worker with."""
+    for unit, prefixes in SHARED_UNITS.items():
+        if any(nodeid == p or nodeid.startswith((p + "::", p + "[")) for p in prefixes):
+            return unit
+    return nodeid.split("::", 1)[0]
 
 
 def pytest_collection_modifyitems(config, items):
     """On an xdist worker, the heaviest units first (a stable sort: the rest keep their order)."""
     if hasattr(config, "workerinput"):
         rank = {unit: i for i, unit in enumerate(HEAVIEST_FIRST)}
-        items.sort(key=lambda item: rank.get(work_unit(item), len(rank)))
+        items.sort(key=lambda item: rank.get(work_unit(item.nodeid), len(rank)))
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadgroup``: whole modules and groups, heaviest first (tests/xdist_scheduling.py)."""
-    if config.getoption("dist") == "loadgroup":
+    """``--dist loadscope``: whole modules and shared units, heaviest first
+    (tests/xdist_scheduling.py)."""
+    if config.getoption("dist") == "loadscope":
         from tests.xdist_scheduling import ModulesHeaviestFirst
 
         return ModulesHeaviestFirst(config, log)
@@ -122,8 +136,8 @@ LAZY_REPLICA_SPECS = ("gradient_penalty:every=3", "dragan:noise=reference", "spe
 def replica_probes():
     """tests/replica_probe.py once per layout for the session (``.get(*layouts)``), shared by
     the modules that compare layouts: the 1- and 2-replica processes also run the lazy specs.
-    Tests that use it are marked ``xdist_group("replica_probes")``, so that under xdist one
-    worker runs them all and the probes run once."""
+    Under xdist one worker runs every test that uses it (``SHARED_UNITS``), so the probes run
+    once."""
     from tests.helpers import ReplicaProbes
 
     lazy = tuple(s for s in LAZY_REPLICA_SPECS if s not in REPLICA_CONSTRAINTS)

@@ -123,7 +123,6 @@ def test_lazy_penalty_is_the_same_under_xla():
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("replica_probes")  # the probes run once, with test_replica_invariance's
 def test_lazy_penalty_reference_dragan_and_synced_spectral_norm_are_replica_invariant(
     replica_probes,
 ):

@@ -14,8 +14,6 @@ from tests.conftest import REPLICA_CONSTRAINTS as CONSTRAINTS
 from tests.conftest import REPLICA_LAYOUTS as LAYOUTS
 
 RTOL = 1e-5
-#: One xdist worker runs every user of the session's probes (tests/conftest.py).
-pytestmark = pytest.mark.xdist_group("replica_probes")
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The README's ``pytest -n 2 --dist loadgroup``: whole modules and groups, heaviest first.
+"""The README's ``pytest -n 2 --dist loadscope``: whole modules and shared units, heaviest first.
 
 A tiny suite runs under xdist with this conftest's hooks (tests/conftest.py,
 tests/xdist_scheduling.py); every test writes which worker ran it, and in which order.
@@ -16,13 +16,12 @@ import tests.conftest as suite
 from tests.conftest import pytest_collection_modifyitems, pytest_xdist_make_scheduler
 
 suite.HEAVIEST_FIRST = ("test_y_heavy.py", "@shared")
+suite.SHARED_UNITS = {"@shared": ("test_m_shared_1.py", "test_z_shared_2.py::test_it")}
 """
 
 TEST = """
 import os
 import pytest
-
-{mark}
 
 @pytest.fixture(scope="module")
 def once():
@@ -41,19 +40,19 @@ def test_modules_stay_whole_groups_share_a_worker_and_the_heaviest_start_first(
 ):
     log = str(pytester.path / "order.log")
     pytester.makeconftest(CONFTEST)
-    shared = 'pytestmark = pytest.mark.xdist_group("shared")'
     modules = {
-        "test_a_light": ("", 6),
-        "test_b_light": ("", 6),
-        "test_y_heavy": ("", 4),  # collected late, listed first
-        "test_z_shared_1": (shared, 2),  # two modules, one group, listed second
-        "test_z_shared_2": (shared, 2),
+        "test_a_light": 6,
+        "test_b_light": 6,
+        "test_m_shared_1": 2,  # two modules, one shared unit, listed second
+        "test_n_light": 3,
+        "test_y_heavy": 4,  # collected late, listed first
+        "test_z_shared_2": 2,
     }
-    for name, (mark, n) in modules.items():
-        pytester.makepyfile(**{name: TEST.format(mark=mark, log=log, n=n)})
+    for name, n in modules.items():
+        pytester.makepyfile(**{name: TEST.format(log=log, n=n)})
     monkeypatch.setenv("PYTHONPATH", str(REPO))
-    result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup")
-    result.assert_outcomes(passed=20)
+    result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadscope")
+    result.assert_outcomes(passed=23)
 
     lines = [ln.split() for ln in Path(log).read_text().splitlines()]
     fixtures = [(module, worker) for kind, module, worker in lines if kind == "fixture"]
@@ -62,28 +61,33 @@ def test_modules_stay_whole_groups_share_a_worker_and_the_heaviest_start_first(
     worker_of = dict(fixtures)
     tests = [(module, worker) for kind, module, worker in lines if kind == "test"]
     assert all(worker_of[module] == worker for module, worker in tests), lines
-    assert worker_of["test_z_shared_1"] == worker_of["test_z_shared_2"]
-    # Each worker's first unit: the heavy module on one, the shared group on the other.
+    # The shared unit: one worker, its two modules one after the other.
+    shared = worker_of["test_m_shared_1"]
+    assert worker_of["test_z_shared_2"] == shared
+    on_shared = [module for module, worker in fixtures if worker == shared]
+    assert on_shared[:2] == ["test_m_shared_1", "test_z_shared_2"], lines
+    # Each worker's first unit: the heavy module on one, the shared unit on the other.
     first = {}
     for module, worker in fixtures:
         first.setdefault(worker, module)
-    assert sorted(first.values()) == ["test_y_heavy", "test_z_shared_1"], lines
+    assert sorted(first.values()) == ["test_m_shared_1", "test_y_heavy"], lines
 
 
 def test_ci_runs_the_readmes_test_command():
     readme = (REPO / "README.md").read_text()
     command = re.search(r"pip install -e '\.\[test\]' && (pytest [^\n]+)", readme).group(1)
-    assert "-n 2 --dist loadgroup" in command
+    assert "-n 2 --dist loadscope" in command
     assert f"pip install -q -e '.[test]' && {command}\n" in (REPO / ".ci" / "run").read_text()
 
 
-def test_every_unit_listed_heaviest_first_exists():
-    """A renamed module or group would silently lose its early start."""
-    from tests.conftest import HEAVIEST_FIRST
+def test_every_unit_named_for_the_scheduler_exists():
+    """A renamed module or test would silently lose its early start or its shared unit."""
+    from tests.conftest import HEAVIEST_FIRST, SHARED_UNITS
 
-    sources = "".join(p.read_text() for p in (REPO / "tests").glob("test_*.py"))
     for unit in HEAVIEST_FIRST:
-        if unit.startswith("@"):
-            assert f'xdist_group("{unit[1:]}")' in sources, unit
-        else:
-            assert (REPO / unit).is_file(), unit
+        assert unit in SHARED_UNITS if unit.startswith("@") else (REPO / unit).is_file(), unit
+    for prefixes in SHARED_UNITS.values():
+        for prefix in prefixes:
+            path, _, name = prefix.partition("::")
+            assert (REPO / path).is_file(), prefix
+            assert not name or f"def {name}(" in (REPO / path).read_text(), prefix
