@@ -12,6 +12,11 @@ import keras
 import tensorflow as tf
 from click.testing import CliRunner
 
+#: Seconds before a child process counts as hung. A hang guard only, never a speed check: on 2
+#: cores shared with other jobs (and a second xdist worker) a study cell has taken over 10 minutes
+#: to run 8 steps, and a 6-spec replica probe over 10 minutes.
+HANG_S = 1800
+
 #: ``python -c CLI run ...`` runs the CLI in a fresh process.
 CLI = "import sys; from lipgan.cli import cli; cli(prog_name='lipgan')"
 
@@ -137,14 +142,14 @@ def stop_study_once_cells_log(args, run_dirs, out):
     from tests.conftest import finish, start_python
 
     proc = start_python(*args)
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + HANG_S
     while time.monotonic() < deadline and proc.poll() is None:
         logs = [Path(d) / "metrics.jsonl" for d in run_dirs]
         if all(f.is_file() and f.read_text().strip() for f in logs):
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
-    stopped = finish(proc, timeout=300)
+    stopped = finish(proc, timeout=HANG_S)
     assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr[-3000:]
     last = stopped.stderr.strip().splitlines()[-1]
     finished = f"the study stopped with 0 of {len(run_dirs)} cells finished"
@@ -161,7 +166,7 @@ def resume_study(args, run_dirs, out, steps: int) -> None:
     continuing from its checkpoint: no step trained (or logged) twice."""
     from tests.conftest import finish, start_python
 
-    resumed = finish(start_python(*args), timeout=600)
+    resumed = finish(start_python(*args), timeout=HANG_S)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     data = json.loads((Path(out) / "study.json").read_text())
     assert [c["status"] for c in data["cells"]] == ["ok"] * len(run_dirs), data["cells"]
@@ -235,8 +240,7 @@ class ReplicaProbes:
     start two at a time: the machines this runs on have 2 cores.
     """
 
-    #: A hang guard only: on 2 cores shared with other jobs a probe has taken over 10 minutes.
-    TIMEOUT = 1800
+    TIMEOUT = HANG_S
 
     def __init__(self, specs: dict[str, tuple[str, ...]]):
         self.specs, self.results = specs, {}
