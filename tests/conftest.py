@@ -11,6 +11,70 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 REPO = Path(__file__).resolve().parents[1]
 
 
+#: Work units by cost, the heaviest first (wall seconds of the slowest tests in a serial
+#: ``pytest -q --durations`` run on 2 cores, 2026-12-04). Under ``pytest -n 2 --dist loadscope``
+#: (the README's test command) the workers take the units in this order and then the rest in
+#: collection order, so no multi-minute module starts while the other worker runs out of work.
+#: A unit is a test module, or a name from SHARED_UNITS.
+HEAVIEST_FIRST = (
+    "tests/test_study.py",
+    "@replica_probes",
+    "tests/test_notebook_script.py",
+    "tests/test_study_curve.py",
+    "tests/test_lifecycle.py",
+    "tests/test_fig1.py",
+    "tests/test_bench.py",
+    "tests/test_bcop.py",
+    "tests/test_certified.py",
+    "tests/test_testing_kit.py",
+    "tests/test_cli.py",
+    "tests/test_python_api.py",
+    "tests/test_multi_worker_run.py",
+    "tests/test_testbeds.py",
+    "tests/test_third_party_plugin.py",
+    "tests/test_image_runs.py",
+)
+
+#: Tests (node-id prefixes) that share a session fixture, so one xdist worker runs them as one
+#: unit and the fixture is built once: the replica layouts' probes (``replica_probes``).
+#: A table, not ``xdist_group`` marks: xdist 3.8's ``loadgroup`` groups by rewriting node ids,
+#: which pytest 9.2 no longer honours (pytest-dev/pytest-xdist#1386: the marks are silently
+#: ignored).
+SHARED_UNITS = {
+    "@replica_probes": (
+        "tests/test_replica_invariance.py",
+        "tests/test_lazy_regularization.py::"
+        "test_lazy_penalty_reference_dragan_and_synced_spectral_norm_are_replica_invariant",
+    ),
+}
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit tests/xdist_scheduling.py gives the test ``nodeid`` to one worker with."""
+    for unit, prefixes in SHARED_UNITS.items():
+        if any(nodeid == p or nodeid.startswith((p + "::", p + "[")) for p in prefixes):
+            return unit
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_collection_modifyitems(config, items):
+    """On an xdist worker, the heaviest units first (a stable sort: the rest keep their order)."""
+    if hasattr(config, "workerinput"):
+        rank = {unit: i for i, unit in enumerate(HEAVIEST_FIRST)}
+        items.sort(key=lambda item: rank.get(work_unit(item.nodeid), len(rank)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadscope``: whole modules and shared units, heaviest first
+    (tests/xdist_scheduling.py)."""
+    if config.getoption("dist") == "loadscope":
+        from tests.xdist_scheduling import ModulesHeaviestFirst
+
+        return ModulesHeaviestFirst(config, log)
+    return None
+
+
 @pytest.fixture(scope="session", autouse=True)
 def tfds_data_dir(tmp_path_factory):
     """Isolate TFDS: offline builders are generated here, nothing is read from ~/tensorflow_datasets."""
@@ -58,3 +122,26 @@ def finish(proc, timeout=600) -> subprocess.CompletedProcess:
 
 def run_python(*args, env=None, timeout=600) -> subprocess.CompletedProcess:
     return finish(start_python(*args, env=env), timeout)
+
+
+#: The built-in constraints compared on every replica layout (tests/test_replica_invariance.py).
+REPLICA_CONSTRAINTS = ("none", "gradient_penalty", "weight_clip", "spectral_norm")
+REPLICA_LAYOUTS = ("default", "mirrored:1", "mirrored:2", "mirrored:4", "multi_worker")
+#: Compared on 1 vs 2 replicas (tests/test_lazy_regularization.py): a lazy penalty's active and
+#: inactive updates, DRAGAN's all-reduced global-batch std, spectral norm's broadcast u and σ.
+LAZY_REPLICA_SPECS = ("gradient_penalty:every=3", "dragan:noise=reference", "spectral_norm")
+
+
+@pytest.fixture(scope="session")
+def replica_probes():
+    """tests/replica_probe.py once per layout for the session (``.get(*layouts)``), shared by
+    the modules that compare layouts: the 1- and 2-replica processes also run the lazy specs.
+    Under xdist one worker runs every test that uses it (``SHARED_UNITS``), so the probes run
+    once."""
+    from tests.helpers import ReplicaProbes
+
+    lazy = tuple(s for s in LAZY_REPLICA_SPECS if s not in REPLICA_CONSTRAINTS)
+    specs = {layout: REPLICA_CONSTRAINTS for layout in REPLICA_LAYOUTS}
+    for layout in ("default", "mirrored:2"):
+        specs[layout] = REPLICA_CONSTRAINTS + lazy
+    return ReplicaProbes(specs)

@@ -12,6 +12,11 @@ import keras
 import tensorflow as tf
 from click.testing import CliRunner
 
+#: Seconds before a child process counts as hung. A hang guard only, never a speed check: on 2
+#: cores shared with other jobs (and a second xdist worker) a study cell has taken over 10 minutes
+#: to run 8 steps, and a 6-spec replica probe over 10 minutes.
+HANG_S = 1800
+
 #: ``python -c CLI run ...`` runs the CLI in a fresh process.
 CLI = "import sys; from lipgan.cli import cli; cli(prog_name='lipgan')"
 
@@ -137,14 +142,14 @@ def stop_study_once_cells_log(args, run_dirs, out):
     from tests.conftest import finish, start_python
 
     proc = start_python(*args)
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + HANG_S
     while time.monotonic() < deadline and proc.poll() is None:
         logs = [Path(d) / "metrics.jsonl" for d in run_dirs]
         if all(f.is_file() and f.read_text().strip() for f in logs):
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
-    stopped = finish(proc, timeout=300)
+    stopped = finish(proc, timeout=HANG_S)
     assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr[-3000:]
     last = stopped.stderr.strip().splitlines()[-1]
     finished = f"the study stopped with 0 of {len(run_dirs)} cells finished"
@@ -161,7 +166,7 @@ def resume_study(args, run_dirs, out, steps: int) -> None:
     continuing from its checkpoint: no step trained (or logged) twice."""
     from tests.conftest import finish, start_python
 
-    resumed = finish(start_python(*args), timeout=600)
+    resumed = finish(start_python(*args), timeout=HANG_S)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     data = json.loads((Path(out) / "study.json").read_text())
     assert [c["status"] for c in data["cells"]] == ["ok"] * len(run_dirs), data["cells"]
@@ -223,3 +228,58 @@ def bjorck_replica_spread(construction: str) -> dict:
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
     assert done.returncode == 0 and lines, done.stderr[-3000:]
     return json.loads(lines[-1][len("RESULT ") :])
+
+
+class ReplicaProbes:
+    """tests/replica_probe.py's results by replica layout, each layout run once per session.
+
+    ``specs`` maps a layout to the constraint specs its process runs. Two test modules compare
+    layouts (test_replica_invariance: the built-ins on 1, 2 and 4 replicas and 2 workers;
+    test_lazy_regularization: lazy GP and DRAGAN's reference noise on 1 vs 2 replicas); one
+    process per layout for both saves TensorFlow start-ups and the traces both need. Layouts
+    start two at a time: the machines this runs on have 2 cores.
+    """
+
+    TIMEOUT = HANG_S
+
+    def __init__(self, specs: dict[str, tuple[str, ...]]):
+        self.specs, self.results = specs, {}
+
+    def get(self, *layouts: str) -> dict:
+        """``{layout: the probe's JSON}``, running the layouts not run yet."""
+        from tests.conftest import finish, free_port
+
+        missing = [lay for lay in layouts if lay not in self.results]
+        single = [lay for lay in missing if lay != "multi_worker"]
+        for pair in (single[i : i + 2] for i in range(0, len(single), 2)):
+            procs = {lay: self._start(lay) for lay in pair}
+            self.results.update(
+                {lay: self._parse(finish(proc, self.TIMEOUT)) for lay, proc in procs.items()}
+            )
+        if "multi_worker" in missing:  # two processes joined by TF_CONFIG on 127.0.0.1
+            cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
+            workers = [
+                self._start(
+                    "multi_worker",
+                    TF_CONFIG=json.dumps(
+                        {"cluster": cluster, "task": {"type": "worker", "index": i}}
+                    ),
+                )
+                for i in range(2)
+            ]
+            chief, other = (finish(w, self.TIMEOUT) for w in workers)
+            self.results["multi_worker"] = self._parse(chief)  # compared through the chief
+            assert other.returncode == 0, other.stderr[-2000:]
+        return {lay: self.results[lay] for lay in layouts}
+
+    def _start(self, layout: str, **env):
+        from tests.conftest import REPO, start_python
+
+        probe = REPO / "tests" / "replica_probe.py"
+        return start_python(probe, layout, *self.specs[layout], env=env)
+
+    @staticmethod
+    def _parse(proc) -> dict:
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+        assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+        return json.loads(lines[-1][len("RESULT ") :])

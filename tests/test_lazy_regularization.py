@@ -5,8 +5,6 @@ every k-th generator iteration: keyed on the iteration, all ``n_critic`` updates
 get k·λ and the next (k − 1)·n_critic none, and the critic leaves the constraint between bursts.
 """
 
-import json
-
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -16,7 +14,7 @@ from lipgan.testbeds import fit_critic
 from lipgan.testing import _context
 from lipgan_plugins.gradient_penalty import GradientPenalty, lazy_step_is_active
 from lipgan_plugins.no_constraint import NoConstraint
-from tests.conftest import REPO, finish, start_python
+from tests.conftest import LAZY_REPLICA_SPECS
 from tests.helpers import toy_wgan
 
 
@@ -124,23 +122,16 @@ def test_lazy_penalty_is_the_same_under_xla():
     )
 
 
-def _results(proc):
-    proc = finish(proc)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-    return json.loads(lines[-1][len("RESULT ") :])["results"]
-
-
 @pytest.mark.slow
-def test_lazy_penalty_reference_dragan_and_synced_spectral_norm_are_replica_invariant():
+def test_lazy_penalty_reference_dragan_and_synced_spectral_norm_are_replica_invariant(
+    replica_probes,
+):
     """1 vs 2 mirrored logical CPUs, one step and 4 full iterations (8 critic updates: active and
     inactive lazy updates, DRAGAN's global-batch std all-reduced across the replicas, spectral
     norm's u and σ broadcast from replica 0)."""
-    specs = ("gradient_penalty:every=3", "dragan:noise=reference", "spectral_norm")
-    probe = REPO / "tests" / "replica_probe.py"
-    procs = [start_python(probe, layout, *specs) for layout in ("default", "mirrored:2")]
-    one, two = (_results(p) for p in procs)
-    for spec in specs:
+    layouts = replica_probes.get("default", "mirrored:2")  # shared with test_replica_invariance
+    one, two = (layouts[layout]["results"] for layout in ("default", "mirrored:2"))
+    for spec in LAZY_REPLICA_SPECS:
         a, b = one[spec], two[spec]
         np.testing.assert_allclose(b["critic_loss"], a["critic_loss"], rtol=1e-5)
         for key in ("critic_grads", "critic_weights", "generator_weights"):

@@ -1,54 +1,24 @@
 """Same global batch and seed => same numbers on 1, 2 and 4 replicas and 2 workers as on one device.
 
-Each layout runs in its own process (tests/replica_probe.py); "multi_worker" is two processes joined
-by TF_CONFIG on 127.0.0.1, one CPU replica each, compared through the chief's output. Compared: the critic loss and the
+Each layout runs in its own process (tests/replica_probe.py, once per session: the conftest's
+``replica_probes``); "multi_worker" is two processes joined by TF_CONFIG on 127.0.0.1, one CPU
+replica each, compared through the chief's output. Compared: the critic loss and the
 all-reduced critic gradients of one step (<= 1e-5 relative), and metrics and final weights of both
 networks after several full iterations (n_critic critic updates + a generator update).
 """
 
-import json
-
 import numpy as np
 import pytest
 
-from tests.conftest import REPO, finish, free_port, start_python
+from tests.conftest import REPLICA_CONSTRAINTS as CONSTRAINTS
+from tests.conftest import REPLICA_LAYOUTS as LAYOUTS
 
-CONSTRAINTS = ["none", "gradient_penalty", "weight_clip", "spectral_norm"]
-LAYOUTS = ["default", "mirrored:1", "mirrored:2", "mirrored:4", "multi_worker"]
-PROBE = REPO / "tests" / "replica_probe.py"
 RTOL = 1e-5
 
 
-def parse(proc):
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-    return json.loads(lines[-1][len("RESULT ") :])
-
-
 @pytest.fixture(scope="module")
-def layouts():
-    # Two processes at a time: the machines this runs on have 2 cores.
-    results = {}
-    for pair in (LAYOUTS[:2], LAYOUTS[2:4]):
-        procs = {lay: start_python(PROBE, lay) for lay in pair}
-        results.update({lay: parse(finish(proc)) for lay, proc in procs.items()})
-    cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
-    workers = [
-        start_python(
-            PROBE,
-            "multi_worker",
-            env={
-                "TF_CONFIG": json.dumps(
-                    {"cluster": cluster, "task": {"type": "worker", "index": i}}
-                )
-            },
-        )
-        for i in range(2)
-    ]
-    chief, other = (finish(w) for w in workers)
-    results["multi_worker"] = parse(chief)
-    assert other.returncode == 0, other.stderr[-2000:]
-    return results
+def layouts(replica_probes):
+    return replica_probes.get(*LAYOUTS)
 
 
 def relative_error(a, b):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from lipgan.study.curve import CURVE_FILE, Curve, points, read
+from tests.helpers import HANG_S
 
 TINY_CELL = [
     "mlp_critic.width = 16",
@@ -44,7 +45,7 @@ def _run_cell(tmp_path, name, steps, eval_every):
         [sys.executable, "-m", "lipgan.study.cell", str(cell_file), str(run_dir)],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=HANG_S,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads((run_dir / "result.json").read_text()), run_dir
@@ -81,13 +82,13 @@ def test_a_stopped_cell_resumes_and_its_curve_continues(tmp_path):
     run_dir = tmp_path / "r"
     args = [sys.executable, "-m", "lipgan.study.cell", str(cell_file), str(run_dir)]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + HANG_S
     while time.monotonic() < deadline and proc.poll() is None:
         if len(points(read(run_dir))) >= 3:
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=300)
+    _, stderr = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
     assert not (run_dir / "result.json").exists()
     before = read(run_dir)
@@ -95,7 +96,7 @@ def test_a_stopped_cell_resumes_and_its_curve_continues(tmp_path):
     stopped_at = before[-1]["step"]
     assert 0 < stopped_at < 600
 
-    done = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(args, capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads((run_dir / "result.json").read_text())
     curve = result["curve"]
