@@ -177,3 +177,49 @@ def test_a_worker_that_ran_other_code_fails_the_run_in_one_line(tmp_path):
         fig1.check_sources(before, {**same, ("a", "swissroll", "bjorck"): after})
     assert "\n" not in str(error.value) and "swissroll" in str(error.value)
     assert len(fig1.source_digest()) == 16  # the installed packages' own sources
+
+
+def test_fixed_generator_batches_are_the_batches_a_step_by_step_loop_draws():
+    """The 1a rows draw every batch up front; the critic must see the batches, in the order,
+    that drawing one real batch and its fixed-generator batch per step gave."""
+    from lipgan.data.toy import SAMPLERS
+
+    s = dataclasses.replace(fig1.QUICK, a_steps=3, batch_size=8)
+    real, fake = fig1.fixed_generator_batches("25gaussians", s)
+    assert real.shape == fake.shape == (3, 8, 2) and real.dtype == fake.dtype == np.float32
+    rng = np.random.default_rng(s.seed)
+    for i in range(s.a_steps):
+        expected = SAMPLERS["25gaussians"](s.batch_size, rng)
+        np.testing.assert_array_equal(real[i], expected)
+        np.testing.assert_array_equal(fake[i], fig1.fixed_generator(expected, rng))
+
+
+@pytest.mark.parametrize("kind", fig1.FIG1A_KINDS)
+def test_1a_steps_in_one_call_match_a_call_per_step_and_xla(kind):
+    """All of a 1a row's critic steps run in one compiled call; the critic must end as it does
+    with one call per step (the step index, which keys the penalty's ε, included), and under XLA
+    compute the same function up to float rounding."""
+    s = dataclasses.replace(fig1.QUICK, a_steps=6, a_width=16, batch_size=32)
+    real, fake = fig1.fixed_generator_batches("swissroll", s)
+    points = np.concatenate([real[0], fake[0]])
+    results = {}
+    for mode, jit in (("one call", False), ("per step", False), ("xla", True)):
+        critic, train = fig1.critic_trainer(kind, dataclasses.replace(s, a_jit_compile=jit))
+        if mode == "per step":
+            for i in range(s.a_steps):
+                loss = train(real[i : i + 1], fake[i : i + 1], start=i)
+        else:
+            loss = train(real, fake)
+        values = np.asarray(critic(points, training=False)).ravel()
+        results[mode] = (loss, fig1._critic_weights(critic), values)
+    loss, weights, values = results["one call"]
+    assert np.isfinite(loss) and weights.size > 16 * 16
+    assert results["per step"][0] == pytest.approx(loss, rel=1e-5, abs=1e-7)
+    np.testing.assert_allclose(results["per step"][1], weights, rtol=1e-5, atol=1e-7)
+    # XLA sums in another order; Adam turns a rounding difference in a near-zero gradient (the
+    # output bias, a dead unit's) into a step of up to lr, so compare the function, not weights
+    assert results["xla"][0] == pytest.approx(loss, rel=1e-4, abs=1e-6)
+    np.testing.assert_allclose(results["xla"][2], values, atol=5e-4)
+    untrained, _ = fig1.critic_trainer(kind, s)
+    untrained_values = np.asarray(untrained(points, training=False)).ravel()
+    assert np.abs(untrained_values - values).max() > 5e-3  # the steps ran

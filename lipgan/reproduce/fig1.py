@@ -14,9 +14,9 @@
 * **1b right** — histograms of those critics' weights (clipping piles them at ±c).
 
 The constraints are lipgan's plugins (``WeightClip``, ``GradientPenalty``), the models lipgan's MLPs
-and the 1b training loop lipgan's :class:`~lipgan.engine.WGAN`. Iteration counts are smaller than
-the paper's (which gives none for Fig. 1) so that the full run fits in ~15 min on 2 CPU cores; see
-``docs/fig1.md``. ``quick=True`` is a small variant (width-128 1b nets, 5 iterations) that still shows the 1b result.
+and the 1b training loop lipgan's :class:`~lipgan.engine.WGAN`. The paper gives no iteration counts
+for Fig. 1 (1a's critics are "trained to optimality"); ours are chosen so that the full run fits in
+8 min on 2 idle CPU cores; see ``docs/fig1.md``. ``quick=True`` is a small variant (width-128 1b nets, 5 iterations) that still shows the 1b result.
 """
 
 from __future__ import annotations
@@ -48,17 +48,25 @@ class Settings:
     batch_size: int = 256
     seed: int = 0
     # 1a: critic-only training against the fixed generator
-    a_steps: int = 1000
+    # 600, not the earlier 1,000: the certified critics' surfaces change by <= 3-6 % (relative L2)
+    # from step 600 to 1,000, and the GP critic's (lr 1e-3) fluctuates by 16-30 % between any
+    # two of steps 500-1,000 without settling, so the extra steps bought no closer optimum
+    # (docs/fig1.md, "Where the time goes").
+    a_steps: int = 600
     a_width: int = 512
     a_depth: int = 3
     # The official code's 'he' init of the ReLU layers (its output layer's 'glorot' has variance
     # 2/513 where He's has 2/512: the same to 0.2 %).
     a_init: str = "he_uniform"
     # Adam(lr, 0.5, 0.9) and RMSProp(lr) as in the paper, but lr 1e-3 instead of 1e-4 / 5e-5 so
-    # that 1,000 critic steps come close to the optimal critic of each constraint.
+    # that a few hundred critic steps come close to the optimal critic of each constraint.
     a_gp_lr: float = 1e-3
     a_clip_lr: float = 1e-3
     a_clip_c: float = 0.01
+    # XLA for the 1a training call: per critic step 26-28 % cheaper than tf.function for GP and
+    # AOL, 7 % for clipping, the same for Björck, for 2-4 s of compilation per row (docs/fig1.md,
+    # "Where the time goes"; benchmarks/fig1_rows/run.py).
+    a_jit_compile: bool = True
     grid: int = 128
     lim: float = 3.0
     points: int = 512
@@ -69,6 +77,10 @@ class Settings:
     b_depth: int = 12
     b_gp_lr: float = 1e-4
     b_init: str = "he_uniform"  # the official code's 'he' initialization of ReLU layers
+    # tf.function, not XLA, for the 1b WGAN: XLA made an iteration of the 12-layer step no
+    # cheaper (1.93 against 1.80 CPU-s) and its first call cost 51 instead of 24 CPU-s
+    # (docs/fig1.md, "Where the time goes").
+    b_jit_compile: bool = False
     # RMSProp moves each weight by ~lr per step: 1e-3 lets 250 critic steps push weights to ±c,
     # where the paper's 5e-5 would need the paper's (much longer, unstated) training.
     b_clip_lr: float = 1e-3
@@ -79,8 +91,17 @@ class Settings:
 
 
 FULL = Settings()
-#: For tests and smoke runs: 1b on width-128 nets for 5 iterations of one critic step each.
-QUICK = Settings(a_steps=100, grid=64, points=256, b_iterations=5, b_n_critic=1, b_width=128)
+#: For tests and smoke runs: 1b on width-128 nets for 5 iterations of one critic step each; 1a
+#: without XLA, whose 2-4 s of compilation per row 100 steps do not pay back.
+QUICK = Settings(
+    a_steps=100,
+    grid=64,
+    points=256,
+    b_iterations=5,
+    b_n_critic=1,
+    b_width=128,
+    a_jit_compile=False,
+)
 
 
 # -- 1a -------------------------------------------------------------------------------------------
@@ -109,17 +130,39 @@ def _optimizer(kind: str, lr: float):
     return keras.optimizers.Adam(learning_rate=lr, beta_1=0.5, beta_2=0.9)
 
 
-def train_critic_against_fixed_generator(toy_set: str, kind: str, s: Settings):
-    """A fresh critic trained for ``s.a_steps`` against real + N(0, 1) noise; returns it."""
+def fixed_generator_batches(toy_set: str, s: Settings) -> tuple[np.ndarray, np.ndarray]:
+    """Every training batch of a 1a row, drawn up front: ``(real, fake)``, each
+    ``[s.a_steps, s.batch_size, 2]``, in the order (and from the generator) the per-step loop drew
+    them, so the critic sees the same data as when each step sampled its own batch."""
+    from lipgan.data.toy import SAMPLERS
+
+    sampler = SAMPLERS[toy_set]
+    rng = np.random.default_rng(s.seed)
+    real = np.empty((s.a_steps, s.batch_size, 2), np.float32)
+    fake = np.empty_like(real)
+    for i in range(s.a_steps):
+        real[i] = sampler(s.batch_size, rng)
+        fake[i] = fixed_generator(real[i], rng)
+    return real, fake
+
+
+def critic_trainer(kind: str, s: Settings):
+    """A fresh 1a critic and ``train(real, fake, start)``, which runs ``len(real)`` critic steps,
+    numbered from ``start``, on the batches ``real[i]``, ``fake[i]`` in one compiled call and
+    returns the last step's loss.
+
+    One call runs every step (a ``tf.range`` loop, as lipgan's engine runs
+    ``steps_per_execution`` iterations per call): a step of these small critics takes a few tens
+    of milliseconds, and a Python call, argument conversion and dispatch per step cost about a
+    tenth of it (docs/fig1.md, "Where the time goes"). ``s.a_jit_compile`` chooses XLA or plain
+    ``tf.function`` for that call.
+    """
     import keras
     import tensorflow as tf
 
     from lipgan.constraint import StepContext
-    from lipgan.data.toy import SAMPLERS
     from lipgan.models import mlp_critic
 
-    sampler = SAMPLERS[toy_set]
-    rng = np.random.default_rng(s.seed)
     keras.utils.set_random_seed(s.seed)
     critic = mlp_critic(
         (2,),
@@ -133,7 +176,6 @@ def train_critic_against_fixed_generator(toy_set: str, kind: str, s: Settings):
     optimizer = _optimizer(kind, s.a_clip_lr if kind == "weight_clip" else s.a_gp_lr)
     optimizer.build(critic.trainable_variables)
 
-    @tf.function
     def step(real, fake, i):
         ctx = StepContext(
             seed=s.seed, step=i, phase=0, global_batch_size=s.batch_size, num_replicas=1
@@ -153,12 +195,25 @@ def train_critic_against_fixed_generator(toy_set: str, kind: str, s: Settings):
         constraint.after_update(critic)
         return loss
 
-    loss = None
-    for i in range(s.a_steps):
-        real = sampler(s.batch_size, rng)
-        fake = fixed_generator(real, rng)
-        loss = step(real, fake, tf.constant(i, tf.int64))
-    return critic, float(loss)
+    @tf.function(jit_compile=s.a_jit_compile)
+    def train_steps(real, fake, start):
+        loss = tf.constant(np.nan, tf.float32)
+        for i in tf.range(tf.shape(real, out_type=tf.int64)[0]):
+            loss = step(real[i], fake[i], start + i)
+        return loss
+
+    def train(real, fake, start: int = 0) -> float:
+        loss = train_steps(tf.constant(real), tf.constant(fake), tf.constant(start, tf.int64))
+        return float(loss)
+
+    return critic, train
+
+
+def train_critic_against_fixed_generator(toy_set: str, kind: str, s: Settings):
+    """A fresh critic trained for ``s.a_steps`` against real + N(0, 1) noise; returns it and the
+    last step's loss (:func:`critic_trainer`, every step in one call)."""
+    critic, train = critic_trainer(kind, s)
+    return critic, train(*fixed_generator_batches(toy_set, s))
 
 
 def fixed_generator(real: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -240,10 +295,7 @@ def train_deep_wgan(kind: str, c: float | None, s: Settings):
         generator_optimizer=lambda: _optimizer(kind, lr),
         constraint=_constraint(kind, c),
         data_shape=(2,),
-        # tf.function, not XLA: 1b trains for a few hundred steps, and compiling the 12-layer
-        # step with XLA took longer than it saves (benchmarks/RESULTS.md, "The embedded default
-        # lipgan run": the same trade-off for short toy runs).
-        config=StepConfig(s.batch_size, s.b_n_critic, s.seed, jit_compile=False),
+        config=StepConfig(s.batch_size, s.b_n_critic, s.seed, jit_compile=s.b_jit_compile),
     )
     data = dataset("lipgan_toy/swissroll")(s.batch_size, s.seed)
     if s.b_iterations:
@@ -339,8 +391,11 @@ def check_fig1b(result: dict) -> list[str]:
 
 
 # -- running the rows ----------------------------------------------------------------------------
-#: Every panel of the figure as an independent task, the costliest first (measured per-step CPU
-#: time, docs/fig1.md): the 12-layer WGANs, then the certified 1a critics, GP, clipping.
+#: Every panel of the figure as an independent task, the costliest first: the pool's workers take
+#: them in this order, which makes it longest-processing-time-first scheduling (each row ends
+#: at most one row's time after the other worker's). Measured CPU-s per row (docs/fig1.md):
+#: 12-layer WGANs ~115 each (GP's double backprop more), then the 1a rows Björck, AOL, GP,
+#: clipping (~60, 50, 40, 30 at 600 steps).
 ROWS = tuple(("b", kind, c) for kind, c in reversed(FIG1B_CONFIGS)) + tuple(
     ("a", toy_set, kind)
     for kind in ("bjorck", "aol", "gradient_penalty", "weight_clip")
