@@ -78,7 +78,13 @@ def ray_address():
     """A local Ray instance for the whole module; the study uses it as the initialized Ray of
     this process, and a driver in a subprocess connects to it by its address."""
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # Started with SIGINT ignored, as under `nohup lipgan study --executor ray ... &` (a shell
+    # starts background jobs so, and Ray's processes inherit it): ray.cancel must still stop cells.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         yield ray.get_runtime_context().gcs_address
     finally:
@@ -226,6 +232,21 @@ def test_a_signalled_ray_driver_cancels_its_tasks_and_the_same_command_resumes(
     assert any(0 < s[-1] < steps for s in saved), saved
 
     resume_study(args, run_dirs, out, steps)
+
+
+def test_a_task_restores_the_sigint_handler_that_ray_cancel_needs():
+    """A worker that inherited SIGINT ignored (Ray started from a background job) gets Python's
+    handler back, so ray.cancel's KeyboardInterrupt reaches the task."""
+    from lipgan.study.executors import accept_cancel
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        accept_cancel()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 ORPHAN = """

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -273,6 +274,7 @@ def run_cell_task(storage: str, cell: dict, threads: int, env: dict) -> dict | N
     # The cell stops itself (SIGTERM: checkpoint, exit) if this worker dies under it, rather than
     # run on beside Ray's retry (lipgan.interrupt.stop_when_orphaned, started by the cell).
     os.environ[ORPHAN_ENV] = str(os.getpid())
+    accept_cancel()
     processes = CellProcesses()
     with ThreadPoolExecutor(max_workers=1) as pool:
         future = pool.submit(run_cell_process, storage_dir, spec, threads, processes)
@@ -292,6 +294,20 @@ def run_cell_task(storage: str, cell: dict, threads: int, env: dict) -> dict | N
     samples = run_dir / "samples.npy"
     files = {"samples.npy": samples.read_bytes()} if samples.is_file() else {}
     return {"result": result, "files": files}
+
+
+def accept_cancel() -> None:
+    """Let ``ray.cancel`` reach this task: restore Python's SIGINT handler in the worker.
+
+    ``ray.cancel`` interrupts a running task with SIGINT (a KeyboardInterrupt in its main
+    thread). A worker inherits its signal dispositions from the raylet, and the raylet from the
+    process that started Ray: started under ``nohup lipgan study --executor ray ... &`` (a shell
+    starts background jobs with SIGINT ignored), every worker ignores SIGINT, and a stopped study
+    would wait for cells that never hear the cancel. Only the main thread may set a handler; a
+    task run in another thread (an async actor) is left as it is.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def wait_unlocked(lock_file: Path, timeout: float) -> bool:
@@ -318,6 +334,7 @@ def wait_unlocked(lock_file: Path, timeout: float) -> bool:
 
 __all__ = [
     "RAY_INSTALL",
+    "accept_cancel",
     "Executor",
     "LocalExecutor",
     "RayExecutor",
