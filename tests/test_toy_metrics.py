@@ -80,6 +80,37 @@ def test_w1_hand_computable_cases():
     )
 
 
+@pytest.mark.parametrize("case", ["near", "translated", "collapsed", "ties"])
+def test_w1_equals_the_optimal_assignment(case):
+    """The network simplex (POT) finds the optimum an assignment solver finds: for equal-size
+    uniform samples the transport optimum is a permutation (Birkhoff). The far cases are the ones
+    where scipy's assignment solver is slow (benchmarks/w1_solver)."""
+    from scipy.optimize import linear_sum_assignment
+    from scipy.spatial.distance import cdist
+
+    rng = np.random.default_rng(7)
+    real = SAMPLERS["8gaussians"](400, rng)
+    fake = {
+        "near": SAMPLERS["8gaussians"](400, rng),
+        "translated": SAMPLERS["8gaussians"](400, rng) + [3.0, -1.0],
+        "collapsed": rng.normal(0.0, 0.05, size=(400, 2)),
+        "ties": np.repeat(CENTERS, 50, axis=0),  # 8 points, 50 copies each: many optimal plans
+    }[case]
+    cost = cdist(fake, real)
+    rows, cols = linear_sum_assignment(cost)
+    assert wasserstein1(fake, real) == pytest.approx(cost[rows, cols].mean(), rel=1e-12)
+
+
+def test_w1_not_solved_to_optimality_is_an_error(monkeypatch):
+    """A pivot cap reached (POT's result code 3) is a LipganError, not a warning and a number."""
+    import lipgan.metrics.toy as toy
+
+    monkeypatch.setattr(toy, "W1_MAX_PIVOTS", 3)
+    rng = np.random.default_rng(8)
+    with pytest.raises(LipganError, match="not solved to optimality"):
+        wasserstein1(rng.normal(size=(200, 2)), rng.normal(size=(200, 2)))
+
+
 def test_bad_inputs_are_one_line_errors():
     with pytest.raises(LipganError, match="equal shape"):
         wasserstein1(np.zeros((3, 2)), np.zeros((4, 2)))

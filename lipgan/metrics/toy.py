@@ -25,9 +25,10 @@ The protocol uses 2,500 generated samples (``num_log_figure_sample``; :data:`PAC
 the PacGAN-set configs set ``train.eval_samples`` to it. The paper reports mean ± standard error over
 10 runs, which is a matter of the study, not of one evaluation.
 
-The Wasserstein-1 distance is exact, not a critic's estimate: for two equal-size samples of uniform
-weights an optimal transport plan is a permutation (Birkhoff), found by
-``scipy.optimize.linear_sum_assignment`` on the Euclidean cost matrix. Even two independent samples
+The Wasserstein-1 distance is exact, not a critic's estimate: the optimal transport problem between
+two equal-size samples of uniform weights on the Euclidean cost matrix, solved by the network
+simplex of POT (``ot.emd2``; Bonneel et al., SIGGRAPH Asia 2011), whose optimum is a permutation
+(Birkhoff), the same as an optimal assignment. Even two independent samples
 of the *same* distribution are at a positive W1 (mode counts fluctuate), so every toy evaluation
 reports beside the model's ``w1`` the ``w1_floor``: the W1 between two independent real samples of
 the same size n, drawn from the set's own sampler (:func:`w1_floor`, averaged over 3 pairs).
@@ -36,6 +37,7 @@ the same size n, drawn from the set's own sampler (:func:`w1_floor`, averaged ov
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 
@@ -106,9 +108,22 @@ def mode_metrics(samples, centers, std: float, min_count: int = 1) -> dict:
     }
 
 
+#: POT's cap on network-simplex pivots; its default (100,000) stops short of the optimum at n = 2,500.
+W1_MAX_PIVOTS = 10**9
+
+
 def wasserstein1(x, y) -> float:
-    """Exact W1 between two equal-size empirical distributions (uniform weights), Euclidean cost."""
-    from scipy.optimize import linear_sum_assignment
+    """Exact W1 between two equal-size empirical distributions (uniform weights), Euclidean cost.
+
+    Solved as a transport problem by POT's network simplex (``ot.emd2``), not as an assignment
+    by ``scipy.optimize.linear_sum_assignment``: both find the same optimum (tests/test_toy_metrics.py
+    checks them against each other), but the assignment solver's time depends on the samples. At
+    n = 2,500 it took ~2 CPU-s for a sample near the data and 12-18 CPU-s for an untrained or
+    collapsed generator, where the network simplex takes 1.4-1.9 CPU-s for either
+    (benchmarks/w1_solver, benchmarks/RESULTS.md). Every evaluation of an early, failed or
+    smoke-test run, and every reference row of a study report, is such a far pair.
+    """
+    import ot
     from scipy.spatial.distance import cdist
 
     x = _points(x, "x")
@@ -117,9 +132,16 @@ def wasserstein1(x, y) -> float:
         raise LipganError(
             f"wasserstein1 needs two samples of equal shape, got {x.shape} and {y.shape}"
         )
-    cost = cdist(x, y)
-    rows, cols = linear_sum_assignment(cost)
-    return float(cost[rows, cols].mean())
+    weights = np.full(len(x), 1.0 / len(x))
+    with warnings.catch_warnings():  # POT warns on a non-optimal end; it is raised below instead
+        warnings.simplefilter("ignore", UserWarning)
+        value, log = ot.emd2(weights, weights, cdist(x, y), numItermax=W1_MAX_PIVOTS, log=True)
+    if log["result_code"] != 1:  # 1: optimal (POT's check_result); else a warning, not an error
+        raise LipganError(
+            f"exact W1 of {len(x)} points was not solved to optimality ({log['warning']}); "
+            "use fewer samples or lipgan.metrics.toy.sliced_wasserstein1"
+        )
+    return float(value)
 
 
 #: Independent real-vs-real pairs averaged in :func:`w1_floor` (one pair's W1 varies by ~20 % at n = 2048).
