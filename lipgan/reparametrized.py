@@ -100,7 +100,13 @@ def dense_gram_row_sums(kernel: tf.Tensor) -> tf.Tensor:
     if kernel.shape[1] == 1:
         magnitude = ops.abs(kernel[:, 0])
         return magnitude * ops.sum(magnitude)
-    return ops.sum(ops.abs(ops.matmul(kernel, ops.transpose(kernel))), axis=1)
+    gram = tf.matmul(kernel, kernel, transpose_b=True)
+    # A dot product of n terms is within γ_n·Σ|a_k·b_k| ≤ n·(eps/2)·‖a‖·‖b‖ of its exact value in any
+    # summation order (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., §3.1):
+    # n·eps leaves a factor 2 for the rounding of the diagonal. AOL's orthogonal start makes every
+    # off-diagonal entry such noise.
+    rounding = kernel.shape[1] * float(np.finfo(gram.dtype.as_numpy_dtype).eps)
+    return tf.reduce_sum(_abs_beyond_rounding(gram, tf.linalg.diag_part(gram), rounding), axis=1)
 
 
 def conv_gram_channel_matrix(kernel: tf.Tensor) -> tf.Tensor:
@@ -141,26 +147,30 @@ def conv_gram_channel_matrix(kernel: tf.Tensor) -> tf.Tensor:
     shifts = tf.matmul(inverse[:, :nf], tf.reshape(gram_re, (nf, cin * cin))) + tf.matmul(
         inverse[:, nf:], tf.reshape(gram_im, (nf, cin * cin))
     )  # [Δ, (i, j)] for Δ = 0 and one of each pair ±Δ; the other half is A[−Δ] = A[Δ]ᵀ
-    magnitude = _abs_beyond_rounding(tf.reshape(shifts, (nf, cin, cin)))
+    shifts = tf.reshape(shifts, (nf, cin, cin))
+    # The DFT leaves every A_ij[Δ] with an error up to about 5·eps·sqrt(A_ii[0]·A_jj[0])
+    # (Cauchy–Schwarz bounds Σ_ω |Â_ij[ω]|/N by that root; measured on random and
+    # delta-orthogonal 5×5 kernels): 16·eps is the margin. A delta-orthogonal kernel, AOL's conv
+    # start, has A_ij[Δ] = 0 at every shift but 0, so all of those are such noise.
+    eps = float(np.finfo(shifts.dtype.as_numpy_dtype).eps)
+    magnitude = _abs_beyond_rounding(shifts, tf.abs(tf.linalg.diag_part(shifts[0])), 16 * eps)
     half = tf.reduce_sum(magnitude, axis=0)
     return half + tf.transpose(half) - magnitude[0]
 
 
-def _abs_beyond_rounding(shifts: tf.Tensor) -> tf.Tensor:
-    """``|A[Δ]|``, with no gradient where ``A_ij[Δ]`` is within rounding error of 0.
+def _abs_beyond_rounding(gram: tf.Tensor, diagonal: tf.Tensor, rounding: float) -> tf.Tensor:
+    """``|gram|``, with no gradient where an entry ``(i, j)`` is within rounding error of 0.
 
-    The DFT leaves every ``A_ij[Δ]`` with an error up to about ``5·eps·sqrt(A_ii[0]·A_jj[0])``
-    (Cauchy–Schwarz bounds ``Σ_ω |Â_ij[ω]|/N`` by that root; measured on random and
-    delta-orthogonal 5×5 kernels), so an entry that is 0 (every shift but 0 of a delta-orthogonal
-    kernel, AOL's conv start) comes out as noise whose sign, and so the gradient of ``|·|``, differs
-    between eager, tf.function and XLA. Below ``16·eps·sqrt(A_ii[0]·A_jj[0])`` the sign is
-    unknowable and the gradient is taken as 0, as for an exact 0 (``sign(0) = 0``); values are
-    unchanged.
+    ``gram`` holds inner products of rows ``i`` and ``j`` (``[..., n, n]``; ``diagonal`` their
+    squared norms, ``[n]``), computed with an error up to ``rounding·sqrt(diagonal_i·diagonal_j)``.
+    An entry that is 0 in exact arithmetic (orthogonal rows, which is how AOL starts) comes out as
+    noise whose sign, and so the gradient of ``|·|``, differs between eager, tf.function and XLA,
+    and with the library versions: a real gradient of ``‖K_i‖·‖K_j‖``'s size in a random
+    direction. Below the bound the sign is unknowable and the gradient is taken as 0, as for an
+    exact 0 (``sign(0) = 0``); values are unchanged.
     """
-    magnitude = tf.abs(shifts)
-    diagonal = tf.abs(tf.linalg.diag_part(shifts[0]))  # A_ii[0] = ‖K_i‖²
-    eps = float(np.finfo(shifts.dtype.as_numpy_dtype).eps)
-    noise = tf.stop_gradient(16 * eps * tf.sqrt(diagonal[:, None] * diagonal[None, :]))
+    magnitude = tf.abs(gram)
+    noise = tf.stop_gradient(rounding * tf.sqrt(diagonal[:, None] * diagonal[None, :]))
     return tf.where(magnitude > noise, magnitude, tf.stop_gradient(magnitude))
 
 

@@ -134,3 +134,26 @@ def test_delta_kernels_get_the_exact_zero_gradient_in_every_compilation_mode():
     for fn in (grad, tf.function(grad), tf.function(grad, jit_compile=True)):
         got = fn(conv_gram_channel_matrix, k32).numpy()  # DFT noise at every shift but 0
         np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+@pytest.mark.parametrize("rows,cols", [(16, 16), (8, 32)])
+def test_orthogonal_dense_kernels_get_the_analytic_gradient_in_every_compilation_mode(rows, cols):
+    """AOL's Dense start: an orthogonal float32 kernel, whose Gram matrix KKᵀ is I up to rounding.
+    Its off-diagonal entries are noise of either sign, so |·|'s gradient there is the rounding's
+    sign, which differed between tf.function and XLA (a Fig. 1 critic's gradients by up to a third
+    of their size). Taken as 0, ``Σ_i w_i·Σ_j |KKᵀ|_ij`` has the gradient ``2·w_i·K_i`` (row i),
+    the same in every mode."""
+    import keras
+
+    kernel = tf.constant(keras.initializers.Orthogonal(seed=3)((rows, cols)), tf.float32)
+    weights = tf.constant(np.random.default_rng(4).standard_normal(rows), tf.float32)
+
+    def grad(k):
+        with tf.GradientTape() as tape:
+            tape.watch(k)
+            loss = tf.reduce_sum(dense_gram_row_sums(k) * weights)
+        return tape.gradient(loss, k)
+
+    want = 2 * weights.numpy()[:, None] * kernel.numpy()
+    for fn in (grad, tf.function(grad), tf.function(grad, jit_compile=True)):
+        np.testing.assert_allclose(fn(kernel).numpy(), want, atol=1e-6)
