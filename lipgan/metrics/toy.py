@@ -118,8 +118,8 @@ def wasserstein1(x, y) -> float:
     Solved as a transport problem by POT's network simplex (``ot.emd2``), not as an assignment
     by ``scipy.optimize.linear_sum_assignment``: both find the same optimum (tests/test_toy_metrics.py
     checks them against each other), but the assignment solver's time depends on the samples. At
-    n = 2,500 it took ~2 CPU-s for a sample near the data and 12-18 CPU-s for an untrained or
-    collapsed generator, where the network simplex takes 1.4-1.9 CPU-s for either
+    n = 2,500 it took 1.3 CPU-s for a sample near the data and 10-15 CPU-s for a collapsed or
+    translated one, where the network simplex took 0.9-1.8 CPU-s for every pair
     (benchmarks/w1_solver, benchmarks/RESULTS.md). Every evaluation of an early, failed or
     smoke-test run, and every reference row of a study report, is such a far pair.
     """
