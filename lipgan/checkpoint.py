@@ -96,6 +96,8 @@ class RunCheckpoint:
             "iteration": wgan.iteration,
             "seed": self.seed,
         }
+        if wgan.generator_ema is not None:  # the EMA is training state: resume continues it
+            self.state["generator_ema"] = wgan.generator_ema
         self.training = training
         self.iterator = iterator
         self.manager = None

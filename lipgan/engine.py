@@ -82,11 +82,22 @@ class StepConfig:
     seed: int = 0
     jit_compile: bool | str = "auto"  # see lipgan.jit.resolve_jit_compile
     mixed_precision: str | None = None
+    #: Generator EMA: after every iteration past ``ema_start``, ``ema = d·ema + (1 − d)·weights``
+    #: in a copy of the generator that samples and evaluates in its place (0 = off); up to
+    #: ``ema_start`` the copy follows the weights. See :meth:`WGAN.update_ema`.
+    ema_decay: float = 0.0
+    ema_start: int = 0
 
     def __post_init__(self):
         check_int(self.global_batch_size, "global_batch_size", minimum=1)
         check_int(self.n_critic, "n_critic", minimum=1)
         check_int(self.seed, "seed")
+        check_int(self.ema_start, "ema_start", minimum=0)
+        if not (isinstance(self.ema_decay, int | float) and 0.0 <= self.ema_decay < 1.0):
+            raise ConfigError(
+                f"train.ema_decay={self.ema_decay!r} must be a number in [0, 1) (0 = no generator "
+                "EMA; 0.999 averages over about the last 1,000 iterations)"
+            )
         if self.mixed_precision not in PRECISIONS:
             hint = (
                 "; mixed_float16 needs loss scaling, which WGAN losses with a gradient penalty do "
@@ -266,6 +277,7 @@ class WGAN:
                 name="iteration",
                 aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
             )
+            self.generator_ema = self._ema_copy(self.generator) if config.ema_decay else None
         self.latent_shape = tuple(self.generator.input_shape[1:])
         out_shape = tuple(self.generator.output_shape[1:])
         if out_shape != self.data_shape:
@@ -275,6 +287,42 @@ class WGAN:
             )
         self._loop = None
         self._critic_gradient_fns: dict[int, Callable] = {}
+
+    @staticmethod
+    def _ema_copy(generator):
+        """A frozen copy of ``generator`` (same architecture, same weights) for its EMA."""
+        try:
+            copy = keras.models.clone_model(generator)
+        except Exception as exc:  # a subclassed model cannot be cloned from its config
+            raise ConfigError(
+                f"train.ema_decay needs a generator keras.models.clone_model can copy (a "
+                f"functional or Sequential model); cloning failed: {str(exc).splitlines()[0]}"
+            ) from None
+        copy.trainable = False
+        for target, source in zip(copy.weights, generator.weights):
+            target.assign(source)
+        return copy
+
+    @property
+    def sampler(self):
+        """The generator that samples and evaluates: its EMA copy when ``ema_decay`` is on."""
+        return self.generator if self.generator_ema is None else self.generator_ema
+
+    def update_ema(self, iteration) -> None:
+        """Fold the generator's weights into its EMA after ``iteration`` (1-based) iterations.
+
+        StudioGAN's ``Ema`` (POSTECH-CVLab/PyTorch-StudioGAN, src/utils/ema.py), as BigGAN uses
+        it: the copy follows the weights until ``ema_start``, then averages with ``ema_decay``.
+        Runs in cross-replica context, after ``strategy.run``: reading a mirrored generator
+        weight there gives the (identical) replica value, and assigning a mirrored EMA weight
+        writes every replica's copy, so the EMA stays in sync without an aggregation mode.
+        """
+        decay = tf.where(
+            tf.cast(iteration, tf.int64) > self.config.ema_start, self.config.ema_decay, 0.0
+        )
+        for target, source in zip(self.generator_ema.weights, self.generator.weights):
+            value = tf.cast(source, target.dtype)
+            target.assign(decay * target + (1.0 - decay) * value)
 
     # -- the per-replica step ---------------------------------------------------------------
     def context(self, step, phase: int) -> StepContext:
@@ -411,6 +459,8 @@ class WGAN:
                 metrics, health = self._reduce(
                     self.strategy.run(replica_fn, args=(reals, start + i))
                 )
+                if self.generator_ema is not None:
+                    self.update_ema(start + i + 1)
                 completed = i + 1
                 if tf.reduce_any(health > 0):
                     break  # stop at the first non-finite iteration: the host reports it
@@ -446,7 +496,10 @@ class WGAN:
         ``after_update`` that depends on the replica id breaks that silently.
         """
         worst, where = 0.0, None
-        for label, model in (("critic", self.critic), ("generator", self.generator)):
+        models = [("critic", self.critic), ("generator", self.generator)]
+        if self.generator_ema is not None:
+            models.append(("generator EMA", self.generator_ema))
+        for label, model in models:
             for variable in model.weights:
                 # A Keras variable holds the distributed tf.Variable in ``_value`` (TF backend).
                 tf_variable = getattr(variable, "_value", variable)

@@ -29,11 +29,13 @@ SAMPLE_STREAM = 7
 GENERATE_BATCH = 512
 
 
-def generate(wgan, n: int, seed: int) -> np.ndarray:
-    """``n`` samples of the generator from a fixed noise (same ``seed`` ⇒ same samples)."""
+def generate(wgan, n: int, seed: int, generator=None) -> np.ndarray:
+    """``n`` samples from a fixed noise (same ``seed`` ⇒ same samples) of ``generator``, by
+    default ``wgan.sampler`` (the generator's EMA when ``train.ema_decay`` is on)."""
+    generator = generator or wgan.sampler
     z = tf.random.stateless_normal([n, *wgan.latent_shape], seed=[seed, SAMPLE_STREAM])
     out = [
-        wgan.generator(z[i : i + GENERATE_BATCH], training=False)
+        generator(z[i : i + GENERATE_BATCH], training=False)
         for i in range(0, n, GENERATE_BATCH)
     ]
     return np.concatenate([np.asarray(o, np.float32) for o in out])
@@ -131,12 +133,14 @@ def evaluate(
     num_samples: int = 2048,
     inception_weights: str | None = None,
     w1_floor: bool = True,
+    generator=None,
 ) -> dict:
     """All metrics that apply to this run's data, as a flat ``{'eval/...': float}`` dict.
 
-    ``w1_floor=False`` skips the toy sets' real-vs-real floor (a study computes it once)."""
+    ``w1_floor=False`` skips the toy sets' real-vs-real floor (a study computes it once).
+    ``generator`` is the model measured (default ``wgan.sampler``: the EMA when it is on)."""
     check_evaluate_samples(num_samples)
-    fake = generate(wgan, num_samples, seed)
+    fake = generate(wgan, num_samples, seed, generator)
     toy = toy_set_of(wgan, dataset)
     known = toy or (len(wgan.data_shape) == 3 and (_is_digits(dataset) or inception_weights))
     # Unknown data: twice the examples, so the second half gives the real-vs-real floor.

@@ -32,6 +32,8 @@ shares them.
 
 from __future__ import annotations
 
+import dataclasses
+
 import errno
 import json
 import os
@@ -223,6 +225,13 @@ def flat_settings(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def settings_differences(old: dict, new: dict) -> list[str]:
     """Human-readable differences of two settings records (``RESUMABLE_SETTINGS`` ignored)."""
     old, new = flat_settings(old), flat_settings(new)
+    # A step setting added since a record was written is that record's default (a run made
+    # before generator EMA existed ran without it).
+    from lipgan.engine import StepConfig
+
+    for field in dataclasses.fields(StepConfig):
+        for record in (old, new):
+            record.setdefault(f"step.{field.name}", field.default)
     diffs = []
     for key in sorted(set(old) | set(new)):
         if key.split(".")[0] in RESUMABLE_SETTINGS or _not_recorded_by_both(key, old, new):

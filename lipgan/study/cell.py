@@ -181,7 +181,7 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
     """Call ``fit(progress)`` (a fit of one trainer in ``run_dir``) with the cell's clock and
     curve, then evaluate what it trained on ``eval_samples``: the cell's result."""
     from lipgan import evaluation
-    from lipgan.study.curve import points, read
+    from lipgan.study.curve import NO_EMA, points, read
 
     started = time.perf_counter()
     timing = Timing(run_dir, eval_every, eval_samples)
@@ -204,6 +204,18 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
         w1_floor=False,
     )
     metrics = {k.removeprefix("eval/"): v for k, v in metrics.items()}
+    if trainer.wgan.generator_ema is not None:  # the raw generator too (lipgan.study.curve.NO_EMA)
+        raw = evaluation.evaluate(
+            trainer.wgan,
+            trainer.dataset,
+            seed=trainer.seed,
+            batch_size=trainer.global_batch_size,
+            num_samples=eval_samples,
+            inception_weights=trainer.inception_weights,
+            w1_floor=False,
+            generator=trainer.wgan.generator,
+        )
+        metrics[NO_EMA] = {k.removeprefix("eval/"): v for k, v in raw.items()}
     fake = trainer.sample(eval_samples)  # the same fixed-noise samples evaluate() used
     if trainer.wgan.data_shape == (2,):
         np.save(run_dir / "samples.npy", np.asarray(fake, np.float32))

@@ -38,6 +38,11 @@ CURVE_FILE = "curve.jsonl"
 #: The keys of a curve point besides step and seconds.
 CURVE_KEYS = ("modes_covered", "high_quality_fraction", "reverse_kl", "sliced_w1")
 
+#: With a generator EMA (``train.ema_decay``) a point's keys measure the EMA, and this key holds
+#: the same keys for the raw generator of the same run (a cell's result too: ``metrics`` and
+#: ``metrics[NO_EMA]``), so one training gives both rows of a with/without-EMA comparison.
+NO_EMA = "no_ema"
+
 
 def read(run_dir: Path) -> list[dict]:
     """Every line of the run dir's curve (points and marks); [] when there is none."""
@@ -99,11 +104,17 @@ class Curve:
         from lipgan.evaluation import generate
         from lipgan.metrics.toy import mode_metrics, sliced_wasserstein1
 
-        fake = generate(self.wgan, self.num_samples, self.seed)
-        out = {"sliced_w1": sliced_wasserstein1(fake, self.real)}
-        if self.centers is not None:
-            modes = mode_metrics(fake, self.centers, self.std)
-            out.update({k: v for k, v in modes.items() if k in CURVE_KEYS})
+        def measure(generator) -> dict:
+            fake = generate(self.wgan, self.num_samples, self.seed, generator)
+            out = {"sliced_w1": sliced_wasserstein1(fake, self.real)}
+            if self.centers is not None:
+                modes = mode_metrics(fake, self.centers, self.std)
+                out.update({k: v for k, v in modes.items() if k in CURVE_KEYS})
+            return out
+
+        out = measure(self.wgan.sampler)
+        if self.wgan.generator_ema is not None:  # the same run without its EMA, for comparison
+            out[NO_EMA] = measure(self.wgan.generator)
         return out
 
     def record(self, step: int, seconds: float) -> None:

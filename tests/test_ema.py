@@ -1,0 +1,111 @@
+"""Generator EMA (``train.ema_decay``): the average it keeps, its resume, and who samples from it."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import lipgan
+from lipgan.constraints import GradientPenalty
+from lipgan.engine import StepConfig
+from lipgan.errors import ConfigError
+from tests.helpers import toy_wgan
+
+
+def _data(wgan, n_batches=64, seed=0):
+    rng = np.random.default_rng(seed)
+    batches = rng.normal(size=(n_batches, wgan.config.global_batch_size, 2)).astype("float32")
+    return wgan.distribute(tf.data.Dataset.from_tensor_slices(batches))
+
+
+@pytest.mark.parametrize("start", [0, 3])
+def test_the_ema_is_the_studiogan_average_of_the_generator_weights(start):
+    """After every iteration t: ema = w while t <= ema_start, else d·ema + (1 − d)·w, computed
+    here in float64 from the weights read after each single-iteration call."""
+    decay = 0.8
+    config = StepConfig(global_batch_size=8, n_critic=1, seed=5, jit_compile=False)
+    config = StepConfig(**{**vars(config), "ema_decay": decay, "ema_start": start})
+    wgan = toy_wgan(GradientPenalty(weight=1.0), config=config)
+    iterator = _data(wgan)
+    expected = [w.numpy().astype(np.float64) for w in wgan.generator.weights]
+    for a, b in zip(wgan.generator_ema.weights, wgan.generator.weights, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())  # the copy starts equal
+    for t in range(1, 7):
+        wgan.run(iterator, 1)
+        d = decay if t > start else 0.0
+        weights = [w.numpy().astype(np.float64) for w in wgan.generator.weights]
+        expected = [d * e + (1 - d) * w for e, w in zip(expected, weights, strict=True)]
+    ema = [w.numpy() for w in wgan.generator_ema.weights]
+    for e, got in zip(expected, ema, strict=True):
+        np.testing.assert_allclose(got, e, rtol=1e-5, atol=1e-6)
+    # ... and it is not the generator: the average lags the weights it follows
+    assert any(
+        not np.allclose(a.numpy(), b.numpy())
+        for a, b in zip(wgan.generator_ema.weights, wgan.generator.weights)
+    )
+    # many iterations per compiled call give the same average as one per call
+    other = toy_wgan(GradientPenalty(weight=1.0), config=config)
+    other.run(_data(other), 6)
+    for a, b in zip(other.generator_ema.weights, wgan.generator_ema.weights, strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_without_ema_there_is_no_copy_and_the_generator_samples():
+    wgan = toy_wgan(GradientPenalty(weight=1.0))
+    assert wgan.generator_ema is None and wgan.sampler is wgan.generator
+
+
+@pytest.mark.parametrize("decay", [1.0, -0.1, "0.9"])
+def test_a_bad_decay_is_one_line_that_says_the_range(decay):
+    with pytest.raises(ConfigError, match=r"ema_decay=.* must be a number in \[0, 1\)"):
+        StepConfig(ema_decay=decay)
+
+
+def make_trainer(**step):
+    def data():
+        tf.random.set_seed(7)
+        points = np.random.default_rng(0).normal(size=(512, 2)).astype("float32")
+        return tf.data.Dataset.from_tensor_slices(points).shuffle(512, seed=1)
+
+    return lipgan.Trainer(
+        data=data(),
+        critic=lambda shape: lipgan.models.mlp_critic(shape, width=16, depth=1),
+        generator=lambda shape: lipgan.models.mlp_generator(shape, width=16, depth=1),
+        constraint=GradientPenalty(weight=1.0),
+        critic_optimizer=keras.optimizers.Adam(1e-3),
+        generator_optimizer=keras.optimizers.Adam(1e-3),
+        step_config=lipgan.StepConfig(
+            global_batch_size=32, n_critic=1, seed=3, jit_compile=False, **step
+        ),
+        intervals=lipgan.Intervals(log_every=2, checkpoint_every=3, plot_samples=0),
+    )
+
+
+@pytest.mark.slow
+def test_ema_resumes_exactly_and_samples_and_evaluation_use_it(tmp_path):
+    from lipgan.progress import Progress
+
+    quiet = Progress(lambda line: None)
+    ema = {"ema_decay": 0.9, "ema_start": 1}
+    straight = make_trainer(**ema)
+    straight.fit(6, progress=quiet)
+    make_trainer(**ema).fit(3, run_dir=tmp_path, progress=quiet)
+    resumed = make_trainer(**ema)
+    resumed.fit(6, run_dir=tmp_path, progress=quiet)
+    for a, b in zip(
+        straight.wgan.generator_ema.weights, resumed.wgan.generator_ema.weights, strict=True
+    ):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())  # bit for bit, as the weights
+    # `lipgan sample` / `lipgan eval` restore the run and sample from its EMA
+    reader = make_trainer(**ema)
+    assert reader.restore(tmp_path, warn=lambda line: None) == 6
+    z = tf.random.stateless_normal([16, *reader.wgan.latent_shape], seed=[3, 7])
+    samples = reader.sample(16)
+    np.testing.assert_allclose(
+        samples, reader.wgan.generator_ema(z, training=False), rtol=1e-6, atol=1e-6
+    )
+    assert not np.allclose(samples, reader.wgan.generator(z, training=False))
+    np.testing.assert_array_equal(samples, resumed.sample(16))
+    # a run dir trained with the EMA is not resumed without it (a setting of the step)
+    with pytest.raises(lipgan.errors.RunDirError, match=r"step\.ema_decay: 0\.9 -> 0\.0"):
+        make_trainer().fit(7, run_dir=tmp_path, progress=quiet)
