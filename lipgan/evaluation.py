@@ -35,8 +35,7 @@ def generate(wgan, n: int, seed: int, generator=None) -> np.ndarray:
     generator = generator or wgan.sampler
     z = tf.random.stateless_normal([n, *wgan.latent_shape], seed=[seed, SAMPLE_STREAM])
     out = [
-        generator(z[i : i + GENERATE_BATCH], training=False)
-        for i in range(0, n, GENERATE_BATCH)
+        generator(z[i : i + GENERATE_BATCH], training=False) for i in range(0, n, GENERATE_BATCH)
     ]
     return np.concatenate([np.asarray(o, np.float32) for o in out])
 

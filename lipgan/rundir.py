@@ -33,7 +33,6 @@ shares them.
 from __future__ import annotations
 
 import dataclasses
-
 import errno
 import json
 import os
