@@ -22,6 +22,7 @@ from lipgan.bench_cli import bench
 from lipgan.errors import ConfigError, Interrupted, LipganError, first_line
 from lipgan.reproduce.command import reproduce
 from lipgan.study_cli import study
+from lipgan.tune_cli import tune
 
 DEFAULT_CONFIG = "wgangp_toy_quick.gin"
 GIN_CALL_MARKER = "In call to configurable"
@@ -508,6 +509,7 @@ def plugins(as_json, disabled):
 
 cli.add_command(bench)
 cli.add_command(study)
+cli.add_command(tune)
 cli.add_command(reproduce)
 
 

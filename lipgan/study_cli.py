@@ -117,20 +117,11 @@ def study(
     report_only,
 ):
     """Train constraint × seed × data set, each cell an ordinary run; write study.json/md/png."""
-    from lipgan.bench.harness import parse_spec
-    from lipgan.errors import ConfigError
     from lipgan.plugins import load_registry
     from lipgan.study import EVAL_EVERY, QUICK, StudySpec, default_constraints, run_study
 
     registry = load_registry().registry
-    known = registry.names("constraint")
-    unknown = [c for c in constraints if parse_spec(c)[0] not in known]
-    if unknown:  # refused before any cell starts, not recorded as N failed cells
-        raise ConfigError(
-            f"unknown constraint {unknown[0]!r}; registered: {', '.join(known)} (`lipgan plugins`)"
-        )
-    if not constraints:
-        constraints = default_constraints(registry)
+    constraints = check_constraints(constraints, registry) or default_constraints(registry)
     # steps None: every data set trains for its own config's train.steps.
     defaults = QUICK if quick else {"seeds": 10, "steps": None, "datasets": ["ring", "grid"]}
     spec = StudySpec(
@@ -142,7 +133,7 @@ def study(
         eval_every=eval_every if eval_every is not None else defaults.get("eval_every", EVAL_EVERY),
         smoke_test=quick,
     )
-    cells = _executor(executor, jobs, ray_address, cell_resources, storage)
+    cells = make_executor(executor, jobs, ray_address, cell_resources, storage)
     log = None if quiet else (lambda line: click.echo(line, err=True))
     command = "lipgan study " + " ".join(shlex.quote(a) for a in sys.argv[2:])
     report = run_study(
@@ -163,9 +154,24 @@ def study(
     )
 
 
-def _executor(name, jobs, ray_address, cell_resources, storage):
+def check_constraints(constraints, registry) -> list[str]:
+    """The SPECs as given; an unknown constraint name is one line, before any cell starts (not
+    recorded as N failed cells)."""
+    from lipgan.bench.harness import parse_spec
+    from lipgan.errors import ConfigError
+
+    known = registry.names("constraint")
+    unknown = [c for c in constraints if parse_spec(c)[0] not in known]
+    if unknown:
+        raise ConfigError(
+            f"unknown constraint {unknown[0]!r}; registered: {', '.join(known)} (`lipgan plugins`)"
+        )
+    return list(constraints)
+
+
+def make_executor(name, jobs, ray_address, cell_resources, storage):
     """The cells' executor (None: the runner's local pool); options of the other one are refused
-    with one line, before anything is written."""
+    with one line, before anything is written. ``tune`` (``lipgan tune`` only) is Ray Tune."""
     from lipgan.errors import ConfigError
 
     ray_options = {
@@ -186,4 +192,8 @@ def _executor(name, jobs, ray_address, cell_resources, storage):
     from lipgan.study.executors import RayExecutor, parse_resources
 
     resources = parse_resources(cell_resources) if cell_resources else None
+    if name == "tune":
+        from lipgan.study.tune_executor import TuneExecutor
+
+        return TuneExecutor(address=ray_address, resources=resources, storage=storage)
     return RayExecutor(address=ray_address, resources=resources, storage=storage)

@@ -143,7 +143,7 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
 
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
-    spec = Cell(**{**cell, "bindings": tuple(cell.get("bindings", ()))})
+    spec = Cell.from_dict(cell)
     gin_files, bindings = spec.gin()
     registry = load_registry().registry
     # --steps shortens the run: stretch the config's learning-rate decay to match (bindings the

@@ -242,31 +242,41 @@ class RayExecutor(Executor):
                 error = f"its Ray worker died {RAY_MAX_RETRIES + 1} times ({error})"
                 return {"status": "killed", "error": error, "cell": cell.as_dict()}
             payload = {"result": {"status": "failed", "error": error, "cell": cell.as_dict()}}
-        if payload is None:  # the cell was stopped by a signal: unfinished, as in the local pool
-            return None
-        result, files = payload["result"], payload.get("files", {})
-        if result["status"] == "killed":  # SIGKILLed cell (OOM?): not recorded, as in the pool
-            return result
-        if load_result(out, cell) != result:
-            run_dir = cell_dir(out, cell)
-            run_dir.mkdir(parents=True, exist_ok=True)
-            for name, data in files.items():
-                (run_dir / name).write_bytes(data)
-            tmp = run_dir / "result.json.tmp"
-            tmp.write_text(dumps(result))
-            os.replace(tmp, run_dir / "result.json")
+        return write_back(out, cell, payload)
+
+
+def write_back(out: Path, cell: Cell, payload: dict | None) -> dict | None:
+    """The result of a cell run on a worker (``run_cell_task``'s payload), written into the study
+    dir with its files unless the worker's copy is already there; None for a stopped cell."""
+    if payload is None:  # the cell was stopped by a signal: unfinished, as in the local pool
+        return None
+    result, files = payload["result"], payload.get("files", {})
+    if result["status"] == "killed":  # SIGKILLed cell (OOM?): not recorded, as in the pool
         return result
+    if load_result(out, cell) != result:
+        run_dir = cell_dir(out, cell)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            (run_dir / name).write_bytes(data)
+        tmp = run_dir / "result.json.tmp"
+        tmp.write_text(dumps(result))
+        os.replace(tmp, run_dir / "result.json")
+    return result
 
 
-def run_cell_task(storage: str, cell: dict, threads: int, env: dict) -> dict | None:
+def run_cell_task(
+    storage: str, cell: dict, threads: int, env: dict, should_stop=None
+) -> dict | None:
     """The body of one cell's Ray task, on a worker: the cell function, stoppable by ray.cancel.
 
     The cell runs as a child process (one TF runtime per cell, as in the local pool) in a thread,
     so that the task's main thread stays free for the KeyboardInterrupt that ``ray.cancel``
-    raises there; it then forwards SIGTERM and waits for the cell to save its checkpoint.
+    raises there; it then forwards SIGTERM and waits for the cell to save its checkpoint. A Ray
+    Tune trial, which runs in a thread of its actor, passes ``should_stop`` instead: polled every
+    quarter second, True stops the cell the same way.
     Returns None for a stopped cell, else ``{"result": ..., "files": {"samples.npy": bytes}}``.
     """
-    spec = Cell(**{**cell, "bindings": tuple(cell.get("bindings", ()))})
+    spec = Cell.from_dict(cell)
     storage_dir = Path(storage)
     run_dir = cell_dir(storage_dir, spec)
     wait_unlocked(run_dir / LOCK, LOCK_WAIT_SECONDS)
@@ -284,7 +294,8 @@ def run_cell_task(storage: str, cell: dict, threads: int, env: dict) -> dict | N
                     result = future.result(timeout=0.25)
                     break
                 except FutureTimeout:
-                    continue
+                    if should_stop is not None and should_stop():
+                        raise KeyboardInterrupt from None
         except KeyboardInterrupt:  # ray.cancel: stop the cell the way the local pool does
             processes.request_stop(signal.SIGTERM)
             future.result()
@@ -342,4 +353,5 @@ __all__ = [
     "parse_resources",
     "run_cell_task",
     "wait_unlocked",
+    "write_back",
 ]

@@ -209,9 +209,26 @@ def run_cells(
     check_spec(spec)
     out = Path(out)
     _check_out(out, spec, force)
+    cells = spec.cells()
+    results = execute(cells, out, executor=executor, threads=threads, log=log)
+    return [results[cell] for cell in cells]
+
+
+def execute(
+    cells: list[Cell],
+    out: Path,
+    *,
+    executor,
+    threads: int | None = None,
+    log: Callable[[str], None] | None = None,
+) -> dict[Cell, dict]:
+    """``{cell: result}`` for every cell of ``cells`` under ``out``: the finished ones read back,
+    the others run by ``executor``. Raises :class:`Interrupted` (a stop, or cells left
+    unfinished) or :class:`ConfigError` (cells killed, e.g. out of memory) with the line that
+    says how to resume; a study and a tuned study (:mod:`lipgan.study.tune`) share it."""
+    out = Path(out)
     threads = threads if threads is not None else (executor.default_threads or default_jobs()[1])
     log = log or (lambda line: None)
-    cells = spec.cells()
     results: dict[Cell, dict] = {}
     todo = []
     for cell in cells:
@@ -256,7 +273,7 @@ def run_cells(
             f"cells finished; run the same command again to resume ({out})",
             128 + signum,
         )
-    return [results[cell] for cell in cells]
+    return results
 
 
 @contextlib.contextmanager

@@ -94,16 +94,27 @@ class Cell:
     eval_samples: int
     bindings: tuple[str, ...] = ()
     eval_every: int = 0
+    #: A tuned study's search trial: the index of the sampled config (lipgan.study.search); its
+    #: run dir is named after it instead of the seed. None (a study's cell) is left out of
+    #: :meth:`as_dict`, so the results recorded before it existed still match their cells.
+    trial: int | None = None
 
     @property
     def name(self) -> str:
         """A run-dir name: the SPEC with characters a path should not hold replaced."""
         safe = "".join(c if c.isalnum() or c in "._=-" else "_" for c in self.constraint)
-        return f"{self.dataset}/{safe}/seed{self.seed}"
+        leaf = f"config{self.trial:02d}" if self.trial is not None else f"seed{self.seed}"
+        return f"{self.dataset}/{safe}/{leaf}"
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Cell:
+        return cls(**{**d, "bindings": tuple(d.get("bindings", ()))})
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["bindings"] = list(self.bindings)
+        if self.trial is None:
+            del d["trial"]
         return d
 
     def gin(self) -> tuple[list[str], list[str]]:

@@ -1,0 +1,291 @@
+"""``lipgan tune``: each constraint at its own best, then over seeds (Lucic et al. 2018's protocol).
+
+A study that shares one config across constraints measures that config, not the methods: the
+shipped ring and grid configs were tuned for the gradient penalty. A tuned study gives every
+constraint the same search instead:
+
+1. **search**: per (data set, constraint), ``configs`` configurations drawn from the constraint's
+   ranges (:mod:`lipgan.study.search`), each trained once at a reduced budget (``search_steps``
+   iterations, learning-rate decay stretched to it) with its own seed (``SEARCH_SEED + k``);
+2. **selection**: the config with the best final high-quality fraction (ties: lower reverse KL,
+   then more modes); a failed trial (NaN) scores nothing;
+3. **replicates**: the chosen config at the full budget (each data set config's ``train.steps``)
+   over ``seeds`` fresh seeds 0, 1, ... (never a search seed, so the selection's luck does not
+   carry over), with a generator EMA (``train.ema_decay``) whose raw generator is measured in the
+   same run, so the "+EMA" rows and the plain rows come from the same trainings.
+
+Layout of a tuned study dir::
+
+    OUT/spec.json                                  the TuneSpec
+    OUT/search/runs/<data set>/<SPEC>/config<k>/   one run dir per search trial
+    OUT/chosen.json                                the chosen config per (data set, constraint)
+    OUT/final/runs/<data set>/<SPEC>/seed<s>/      one run dir per replicate
+    OUT/tune.md, tune.json, tune.png               the report (lipgan.study.tune_report)
+
+Every trial and replicate is an ordinary study cell (:mod:`lipgan.study.cell`), run by any study
+executor (a local pool, Ray tasks, or Ray Tune: :mod:`lipgan.study.tune_executor`); re-running the
+same command resumes, since a cell is finished when its ``result.json`` records the same cell.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+from lipgan.errors import ConfigError
+from lipgan.study import search
+from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES, Cell, config_steps, dumps
+
+#: Search trial k trains with seed SEARCH_SEED + k; replicates use seeds 0, 1, ...
+SEARCH_SEED = 1000
+
+#: The replicates' generator EMA: an average over about the last 1,000 iterations (BigGAN and
+#: StudioGAN average too; 0.999 suits a 4,000-iteration budget), started after the first quarter
+#: of it, when the weights are past their random start (StudioGAN's ``ema_start``).
+EMA_DECAY = 0.999
+EMA_START = 1000
+
+#: Data sets whose shipped config trains with Adam and linear decay (parts/adam_linear_decay.gin),
+#: the optimizer settings a search config binds (:func:`lipgan.study.search.bindings`).
+TUNABLE_DATASETS = ("ring", "grid", "8gaussians", "25gaussians", "swissroll")
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneSpec:
+    """The whole tuned study; equal specs are the same study (resume compares them)."""
+
+    constraints: tuple[str, ...]
+    datasets: tuple[str, ...] = ("ring", "grid")
+    configs: int = 20
+    search_steps: int = 1000
+    seeds: int = 5
+    steps: int | None = None
+    eval_every: int = EVAL_EVERY
+    eval_samples: int = EVAL_SAMPLES
+    ema_decay: float = EMA_DECAY
+    ema_start: int = EMA_START
+
+    def as_dict(self) -> dict:
+        return {
+            "kind": "tune",
+            **{k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()},
+        }
+
+    def check(self) -> None:
+        from lipgan.bench.harness import parse_spec
+
+        if min(self.configs, self.search_steps, self.seeds) < 1 or (
+            self.steps is not None and self.steps < 1
+        ):
+            raise ConfigError("--configs, --search-steps, --seeds and --steps must be >= 1")
+        if not self.constraints or not self.datasets:
+            raise ConfigError("a tuned study needs at least one constraint and one data set")
+        for constraint in self.constraints:
+            search.space(parse_spec(constraint)[0])  # one line for a constraint with no space
+        for dataset in self.datasets:
+            if dataset not in TUNABLE_DATASETS:
+                raise ConfigError(
+                    f"a tuned study runs on the toy sets ({', '.join(TUNABLE_DATASETS)}), whose "
+                    f"configs train with Adam and a linear decay; not on {dataset!r}"
+                )
+
+    def full_steps(self, dataset: str) -> int:
+        return self.steps or config_steps(dataset)
+
+
+def default_constraints(registry) -> list[str]:
+    """Every registered constraint with a search space, as a study pairs them (bjorck and aol
+    with MaxMin: :func:`lipgan.study.spec.default_constraints`)."""
+    from lipgan.study.spec import default_constraints as every
+
+    return [c for c in every(registry) if constraint_name(c) in search.SPACES]
+
+
+def constraint_name(spec: str) -> str:
+    from lipgan.bench.harness import parse_spec
+
+    return parse_spec(spec)[0]
+
+
+def search_cells(spec: TuneSpec) -> list[Cell]:
+    """Every search trial: data set × constraint × config index."""
+    cells = []
+    for dataset in spec.datasets:
+        for constraint in spec.constraints:
+            name = constraint_name(constraint)
+            for k in range(spec.configs):
+                config = search.draw(name, k)
+                cells.append(
+                    Cell(
+                        dataset,
+                        constraint,
+                        SEARCH_SEED + k,
+                        spec.search_steps,
+                        spec.eval_samples,
+                        search.bindings(name, config, spec.search_steps),
+                        spec.eval_every,
+                        trial=k,
+                    )
+                )
+    return cells
+
+
+def score(result: dict | None) -> tuple[float, float, float]:
+    """The search's ranking key (higher is better): high quality, then −reverse KL, then modes."""
+    metrics = (result or {}).get("metrics") or {}
+    if (result or {}).get("status") != "ok" or "high_quality_fraction" not in metrics:
+        return (-math.inf, -math.inf, -math.inf)
+    kl = metrics.get("reverse_kl", math.inf)
+    kl = math.inf if kl is None or math.isnan(kl) else kl
+    return (metrics["high_quality_fraction"], -kl, metrics.get("modes_covered", 0))
+
+
+def choose(spec: TuneSpec, results: dict[Cell, dict]) -> dict[tuple[str, str], dict]:
+    """``{(data set, constraint): {'trial', 'config', 'score'}}``: the best trial of each search
+    among those finished (a trial is compared only when every one of its search finished)."""
+    chosen = {}
+    for cell in search_cells(spec):
+        key = (cell.dataset, cell.constraint)
+        s = score(results.get(cell))
+        if key not in chosen or s > chosen[key]["score"]:
+            chosen[key] = {
+                "trial": cell.trial,
+                "config": search.draw(constraint_name(cell.constraint), cell.trial),
+                "score": s,
+            }
+    return chosen
+
+
+def replicate_cells(spec: TuneSpec, chosen: dict[tuple[str, str], dict]) -> list[Cell]:
+    """The chosen config of each (data set, constraint) at the full budget over ``seeds`` seeds."""
+    cells = []
+    for dataset in spec.datasets:
+        steps = spec.full_steps(dataset)
+        for constraint in spec.constraints:
+            config = chosen[(dataset, constraint)]["config"]
+            bindings = search.bindings(constraint_name(constraint), config, steps)
+            bindings += (
+                f"train.ema_decay = {spec.ema_decay!r}",
+                f"train.ema_start = {spec.ema_start}",
+            )
+            for seed in range(spec.seeds):
+                cells.append(
+                    Cell(
+                        dataset,
+                        constraint,
+                        seed,
+                        steps,
+                        spec.eval_samples,
+                        bindings,
+                        spec.eval_every,
+                    )
+                )
+    return cells
+
+
+def write_chosen(out: Path, chosen: dict) -> None:
+    rows = [
+        {
+            "dataset": d,
+            "constraint": c,
+            "trial": v["trial"],
+            "config": v["config"],
+            "described": search.describe(v["config"]),
+            "search_score": list(v["score"]),
+        }
+        for (d, c), v in chosen.items()
+    ]
+    tmp = out / "chosen.json.tmp"
+    tmp.write_text(dumps(rows))
+    tmp.replace(out / "chosen.json")
+
+
+def _check_out(out: Path, spec: TuneSpec, force: bool) -> None:
+    from lipgan.study.runner import _check_out as check_study_out
+
+    check_study_out(out, spec, force)
+
+
+def finished(cells: list[Cell], out: Path) -> dict[Cell, dict]:
+    from lipgan.study.runner import load_result
+
+    found = {cell: load_result(out, cell) for cell in cells}
+    return {cell: r for cell, r in found.items() if r is not None}
+
+
+@dataclasses.dataclass
+class TuneReport:
+    spec: TuneSpec
+    search: dict[Cell, dict]
+    final: dict[Cell, dict]
+    chosen: dict
+    paths: dict[str, Path]
+
+
+def run_tune(
+    spec: TuneSpec,
+    out: str | Path,
+    *,
+    executor=None,
+    threads: int | None = None,
+    force: bool = False,
+    log: Callable[[str], None] | None = None,
+    command: str = "",
+    report_only: bool = False,
+    bench: dict | None = None,
+) -> TuneReport:
+    """Run (or resume) the search, choose, run the replicates, and write the report.
+
+    ``executor`` runs the cells (default: a local pool, one cell per core). ``report_only`` runs
+    nothing and reports what has finished (a study still under way says so). ``bench`` is the
+    quiet side-by-side timing of the chosen rows (:mod:`lipgan.study.row_bench`), when measured.
+    """
+    from lipgan.study import runner, tune_report
+    from lipgan.study.executors import LocalExecutor
+
+    spec.check()
+    out = Path(out)
+    log = log or (lambda line: None)
+    if not report_only:
+        _check_out(out, spec, force)
+    executor = executor or LocalExecutor(runner.default_jobs()[0])
+    trials = search_cells(spec)
+    if report_only:
+        searched = finished(trials, out / "search")
+    else:
+        log(f"search: {len(trials)} trials ({spec.configs} configs per data set and constraint)")
+        searched = runner.execute(
+            trials, out / "search", executor=executor, threads=threads, log=log
+        )
+    chosen = choose(spec, searched)
+    final: dict[Cell, dict] = {}
+    if len(searched) == len(trials):
+        write_chosen(out, chosen)
+        replicates = replicate_cells(spec, chosen)
+        if report_only:
+            final = finished(replicates, out / "final")
+        else:
+            log(f"replicates: {len(replicates)} runs ({spec.seeds} seeds per chosen config)")
+            final = runner.execute(
+                replicates, out / "final", executor=executor, threads=threads, log=log
+            )
+    elif not searched:
+        raise ConfigError(
+            f"{out} holds no finished trial of this tuned study yet: nothing to report"
+        )
+    bench = bench if bench is not None else load_bench(out)
+    paths = tune_report.write(out, spec, searched, chosen, final, command, log, bench)
+    return TuneReport(spec, searched, final, chosen, paths)
+
+
+BENCH_FILE = "bench.json"
+
+
+def load_bench(out: Path) -> dict | None:
+    try:
+        return json.loads((Path(out) / BENCH_FILE).read_text())
+    except (OSError, ValueError):
+        return None

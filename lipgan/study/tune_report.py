@@ -1,0 +1,324 @@
+"""A tuned study's report: ``tune.md`` (tables), ``tune.json`` (every number), ``tune.png``
+(the search), and the replicates' study report under ``final/`` (:mod:`lipgan.study.report`).
+
+The replicates train once with a generator EMA and are measured twice (the EMA and the raw
+generator of the same run, :data:`lipgan.study.curve.NO_EMA`); :func:`split_ema` turns each into
+two study results, rows ``SPEC`` and ``SPEC +EMA``, so every table and figure of the study report
+applies unchanged.
+
+*Best of k* is Lucic et al. 2018's view of a search (Fig. 5, "expected best score for a budget of
+k configs"): the expected maximum of k configs drawn without replacement from the K tried,
+computed exactly from the K sorted scores, E[max] = Σᵢ C(i−1, k−1)/C(K, k)·s₍ᵢ₎.
+
+Seconds to target are iterations to target times the row's seconds per iteration from a quiet
+side-by-side bench of the chosen rows (``bench.json``, :mod:`lipgan.study.row_bench`), not the
+cells' own clocks, which ran under whatever else the machine was doing.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from math import comb
+from pathlib import Path
+
+import numpy as np
+
+from lipgan.study import report, search
+from lipgan.study.curve import NO_EMA
+from lipgan.study.spec import dumps
+
+EMA_SUFFIX = " +EMA"
+
+
+def split_ema(result: dict) -> list[dict]:
+    """``[raw, ema]`` study results of a replicate measured with and without its EMA (``[result]``
+    for one without); the EMA row's constraint is ``SPEC +EMA``."""
+    metrics = result.get("metrics") or {}
+    if result.get("status") != "ok" or NO_EMA not in metrics:
+        return [result]
+    ema = copy.deepcopy(result)
+    ema["cell"]["constraint"] += EMA_SUFFIX
+    ema["metrics"] = {k: v for k, v in metrics.items() if k != NO_EMA}
+    ema["curve"] = [{k: v for k, v in p.items() if k != NO_EMA} for p in result.get("curve", [])]
+    raw = copy.deepcopy(result)
+    raw["metrics"] = dict(metrics[NO_EMA])
+    raw["curve"] = [
+        {"step": p["step"], "seconds": p["seconds"], **p.get(NO_EMA, {})}
+        for p in result.get("curve", [])
+    ]
+    return [raw, ema]
+
+
+def expected_best(scores: list[float]) -> list[float]:
+    """Expected best of k configs drawn without replacement from ``scores``, for k = 1..K."""
+    s = sorted(scores)
+    n = len(s)
+    return [
+        sum(comb(i - 1, k - 1) * s[i - 1] for i in range(k, n + 1)) / comb(n, k)
+        for k in range(1, n + 1)
+    ]
+
+
+def _hq(result: dict | None) -> float:
+    value = ((result or {}).get("metrics") or {}).get("high_quality_fraction")
+    ok = (result or {}).get("status") == "ok" and value is not None
+    return float(value) if ok and math.isfinite(value) else 0.0
+
+
+def search_summary(spec, searched: dict) -> dict:
+    """{data set: {constraint: {'hq': [per config], 'failed', 'best_of_k'}}} (HQ as fractions;
+    a failed trial scores 0, as it would for a user)."""
+    out: dict = {}
+    for cell, result in searched.items():
+        row = out.setdefault(cell.dataset, {}).setdefault(
+            cell.constraint, {"trials": {}, "failed": 0}
+        )
+        row["trials"][cell.trial] = _hq(result)
+        row["failed"] += result.get("status") != "ok"
+    for rows in out.values():
+        for row in rows.values():
+            trials = row.pop("trials")
+            row["hq"] = [trials[k] for k in sorted(trials)]
+            row["best_of_k"] = expected_best(row["hq"])
+    return out
+
+
+def bench_seconds(bench: dict | None, dataset: str, constraint: str) -> float | None:
+    for row in (bench or {}).get("rows", []):
+        if row["dataset"] == dataset and row["constraint"] == constraint:
+            return row["seconds_per_iteration"]
+    return None
+
+
+def markdown(spec, search_rows, chosen, final_summary, references, command, bench, total) -> str:
+    from lipgan.study.references import BOX_EXPECTED, REAL
+
+    lines = ["# lipgan tuned study: each constraint at its own best", ""]
+    if command:
+        lines += [f"Command: `{command}`", ""]
+    done_final = sum(r["seeds"] + r["failed"] for d in final_summary.values() for r in d.values())
+    if total["search_done"] < total["search"] or done_final < total["final"]:
+        lines += [
+            f"**PARTIAL: {total['search_done']} of {total['search']} search trials and "
+            f"{done_final} of {total['final']} replicate runs (× 2 rows: raw and EMA) finished.**",
+            "",
+        ]
+    lines += [
+        f"Protocol (Lucic et al. 2018): per data set and constraint, {spec.configs} configs drawn "
+        f"from the constraint's ranges (below), each trained once for {spec.search_steps:,} "
+        "iterations; the config with the best final high-quality fraction is re-run at the full "
+        f"budget over {spec.seeds} fresh seeds, with a generator EMA (decay {spec.ema_decay}, "
+        f"from iteration {spec.ema_start:,}) measured beside the raw generator of the same run. "
+        "Rows: mean ± standard error over seeds (2,500 samples each, PacGAN's protocol).",
+        "",
+        "*Beats uniform*: the row beats what uniform noise on the data's bounding box scores in "
+        "expectation on all three of modes, high quality and reverse KL. *Iterations to target*: "
+        "the median over seeds of the first curve point at PacGAN4's level (`(k/n)` seeds got "
+        "there; *never* when the median seed did not). *Seconds to target*: those iterations × "
+        "the row's seconds per iteration in a quiet side-by-side bench (bench.json).",
+        "",
+    ]
+    if bench:
+        lines += [f"Bench: {bench.get('machine', '?')}; `{bench.get('command', '')}`.", ""]
+    for dataset in spec.datasets:
+        ref = references.get(dataset) or {}
+        ref_stats = {n: report._stats(r["cells"]) for n, r in (ref.get("rows") or {}).items()}
+        expected = ref_stats.get(BOX_EXPECTED, {})
+        target = report.TARGETS.get(dataset)
+        lines += [f"## {dataset}", ""]
+        head = [
+            "constraint",
+            "chosen config",
+            f"search HQ %: best / median of {spec.configs}",
+            "modes",
+            "high quality %",
+            "reverse KL",
+            "beats uniform",
+            "iterations to target",
+            "seconds to target",
+        ]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for constraint in spec.constraints:
+            s = search_rows.get(dataset, {}).get(constraint)
+            hq = s["hq"] if s else []
+            found = chosen.get((dataset, constraint))
+            config = search.describe(found["config"]) if found and hq else "–"
+            if hq and len(hq) < spec.configs:
+                config += f" (best of {len(hq)} so far)"
+            searched = (
+                f"{100 * max(hq):.1f} / {100 * float(np.median(hq)):.1f}"
+                + (f" ({s['failed']} failed)" if s["failed"] else "")
+                if hq
+                else "–"
+            )
+            for label in (constraint, constraint + EMA_SUFFIX):
+                row = final_summary.get(dataset, {}).get(label)
+                if row is None:
+                    cols = ["–"] * 6
+                else:
+                    st = row["stats"]
+                    failed = report.beats(st, expected) if expected else ["?"]
+                    seconds = bench_seconds(bench, dataset, constraint)
+                    cols = [
+                        report._fmt(st.get("modes_covered"), 1.0, 1),
+                        report._fmt(st.get("high_quality_fraction"), 100.0, 1),
+                        report._fmt(st.get("reverse_kl"), 1.0, 3),
+                        "yes" if not failed else "**no**",
+                        report._fmt_target(row, "iterations"),
+                        _seconds_to_target(row, seconds),
+                    ]
+                shown = config if label == constraint else "same runs, EMA"
+                lines.append(
+                    f"| {report.short_label(label)} | {shown} | "
+                    + (searched if label == constraint else "")
+                    + " | "
+                    + " | ".join(cols)
+                    + " |"
+                )
+        for name in (REAL, BOX_EXPECTED):
+            st = ref_stats.get(name)
+            if st:
+                cols = [
+                    report._fmt(st.get("modes_covered"), 1.0, 1),
+                    report._fmt(st.get("high_quality_fraction"), 100.0, 1),
+                    report._fmt(st.get("reverse_kl"), 1.0, 3),
+                ]
+                lines.append(f"| *{name}* | – | – | " + " | ".join(cols) + " | – | – | – |")
+        for method, modes, hq, kl in report.PACGAN.get(dataset, []):
+            if method == "PacGAN4":
+                lines.append(
+                    f"| *PacGAN4 (Lin et al. 2018)* | – | – | {modes} | {hq} | {kl} | – | – | – |"
+                )
+        if target:
+            lines += [
+                "",
+                f"PacGAN4's level, per seed: ≥ {target['modes_covered']} modes, ≥ "
+                f"{target['high_quality_fraction']:.0%} high quality, reverse KL ≤ "
+                f"{target['reverse_kl']}.",
+            ]
+        lines.append("")
+    lines += ["## Search ranges", ""]
+    for constraint in spec.constraints:
+        name = constraint.split(":")[0]
+        ranges = ", ".join(f"{k}: {r.describe()}" for k, r in search.space(name).items())
+        fixed = "; ".join(search.FIXED.get(name, ()))
+        lines.append(f"- **{name}**: {ranges}" + (f"; fixed: {fixed}" if fixed else ""))
+    lines += [
+        "",
+        "The replicates' full report (curves, scatter plots, every column) is `final/study.md`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _seconds_to_target(row: dict, seconds_per_iteration: float | None) -> str:
+    hit = row.get("to_target")
+    if not hit or seconds_per_iteration is None:
+        return "–"
+    iterations = hit["iterations"]
+    if math.isinf(iterations):
+        return f"never ({hit['reached']}/{hit['of']})"
+    return f"{iterations * seconds_per_iteration:.0f} ({hit['reached']}/{hit['of']})"
+
+
+def figure(path: Path, spec, search_rows: dict) -> None:
+    """Per data set: expected best HQ vs configs tried, one line per constraint; and every
+    config's final HQ as a dot (the spread of the search)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    datasets = [d for d in spec.datasets if d in search_rows]
+    fig, axes = plt.subplots(
+        2, max(1, len(datasets)), figsize=(6.5 * max(1, len(datasets)), 9), squeeze=False
+    )
+    colors = plt.get_cmap("tab10")
+    for j, dataset in enumerate(datasets):
+        top, bottom = axes[0][j], axes[1][j]
+        for i, constraint in enumerate(spec.constraints):
+            row = search_rows[dataset].get(constraint)
+            if not row:
+                continue
+            label = report.short_label(constraint)
+            k = np.arange(1, len(row["best_of_k"]) + 1)
+            top.plot(k, 100 * np.asarray(row["best_of_k"]), color=colors(i % 10), label=label)
+            jitter = (np.random.default_rng(i).random(len(row["hq"])) - 0.5) * 0.3
+            bottom.scatter(
+                i + jitter, 100 * np.asarray(row["hq"]), s=14, color=colors(i % 10), alpha=0.8
+            )
+        top.set_title(f"{dataset}: expected best of k configs ({spec.search_steps:,} iterations)")
+        top.set_xlabel("configs tried (k)")
+        top.set_ylabel("high quality % of the best")
+        top.set_ylim(0, 100)
+        top.grid(alpha=0.3)
+        top.legend(fontsize=8, loc="lower right")
+        bottom.set_title(f"{dataset}: every config's final high quality")
+        bottom.set_xticks(range(len(spec.constraints)))
+        bottom.set_xticklabels(
+            [report.short_label(c) for c in spec.constraints], rotation=30, ha="right", fontsize=8
+        )
+        bottom.set_ylabel("high quality %")
+        bottom.set_ylim(0, 100)
+        bottom.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write(out: Path, spec, searched, chosen, final, command="", log=None, bench=None) -> dict:
+    """tune.md/json/png, and the replicates' study report under ``out/final``."""
+    from lipgan.study import references as refs
+    from lipgan.study.tune import replicate_cells, search_cells
+
+    out = Path(out)
+    search_rows = search_summary(spec, searched)
+    split = [r for result in final.values() for r in split_ema(result)]
+    references = refs.load_or_compute(out, list(spec.datasets), spec.eval_samples, spec.seeds, log)
+    paths = {"markdown": out / "tune.md", "json": out / "tune.json", "figure": out / "tune.png"}
+    final_summary = report.summarize(split) if split else {}
+    total = {
+        "search": len(search_cells(spec)),
+        "search_done": len(searched),
+        "final": len(spec.datasets) * len(spec.constraints) * spec.seeds,
+    }
+    if split:
+        final_spec = {
+            "constraints": [c + s for c in spec.constraints for s in ("", EMA_SUFFIX)],
+            "datasets": list(spec.datasets),
+            "seeds": spec.seeds,
+            "steps": spec.steps,
+            "eval_samples": spec.eval_samples,
+            "eval_every": spec.eval_every,
+            "bindings": [],
+            "smoke_test": False,
+        }
+        (out / "final").mkdir(parents=True, exist_ok=True)
+        cache = out / "final" / "references.json"
+        if not cache.is_file() and (out / "references.json").is_file():  # the same rows
+            cache.write_bytes((out / "references.json").read_bytes())
+        expected_final = len(replicate_cells(spec, chosen)) * 2 if chosen else None
+        final_paths = report.write(out / "final", final_spec, split, command, log, expected_final)
+        paths.update({f"final_{k}": v for k, v in final_paths.items()})
+    payload = {
+        "spec": spec.as_dict(),
+        "command": command,
+        "search": search_rows,
+        "chosen": [
+            {"dataset": d, "constraint": c, "trial": v["trial"], "config": v["config"]}
+            for (d, c), v in chosen.items()
+        ],
+        "final": final_summary,
+        "bench": bench,
+        "totals": total,
+    }
+    paths["json"].write_text(dumps(payload))
+    paths["markdown"].write_text(
+        markdown(spec, search_rows, chosen, final_summary, references, command, bench, total)
+    )
+    if search_rows:
+        figure(paths["figure"], spec, search_rows)
+    else:
+        paths.pop("figure")
+    return paths

@@ -1,0 +1,159 @@
+"""``lipgan tune``: each constraint at its own best (machinery in :mod:`lipgan.study.tune`).
+
+Example (what docs/study.md's tuned study ran)::
+
+    lipgan tune --configs 20 --seeds 5 --executor tune --out studies/tuned
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.option(
+    "--constraint",
+    "constraints",
+    multiple=True,
+    metavar="SPEC",
+    help="name or name:key=value,... (repeatable; default: every constraint with a search space, "
+    "bjorck and aol with MaxMin).",
+)
+@click.option(
+    "--dataset",
+    "datasets",
+    multiple=True,
+    metavar="NAME",
+    help="ring, grid, 8gaussians, 25gaussians, swissroll (repeatable; default: ring, grid).",
+)
+@click.option(
+    "--configs",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Configs drawn per data set and constraint.",
+)
+@click.option(
+    "--search-steps",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Iterations of each search trial (its learning-rate decay stretched to them).",
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Seeds of each chosen config at the full budget.",
+)
+@click.option(
+    "--steps",
+    type=click.IntRange(min=1),
+    help="Full budget in iterations (default: each data set config's train.steps, 4,000).",
+)
+@click.option(
+    "--eval-every",
+    type=click.IntRange(min=1),
+    default=250,
+    show_default=True,
+    help="Iterations between two points of each run's quality curve.",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray", "tune"]),
+    default="local",
+    show_default=True,
+    help="A process pool here, Ray tasks, or Ray Tune trials (pip install 'lipgan[ray]').",
+)
+@click.option(
+    "--jobs", type=click.IntRange(min=1), help="Runs in parallel (local; default: cores)."
+)
+@click.option("--threads", type=click.IntRange(min=0), help="TF intra-op threads per run.")
+@click.option("--ray-address", metavar="ADDR", help="Ray cluster (ray and tune executors).")
+@click.option("--cell-resources", metavar="K=V,...", help="Ray resources per run (num_cpus=1).")
+@click.option(
+    "--storage", type=click.Path(path_type=Path), help="With Ray: where run dirs go (shared)."
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("studies/tuned"),
+    show_default=True,
+    help="Tuned study dir (re-running resumes it).",
+)
+@click.option(
+    "--bench",
+    is_flag=True,
+    help="After the runs: time each chosen row's iteration side by side in one process "
+    "(bench.json), the seconds behind the report's time to quality. Run it on quiet cores.",
+)
+@click.option("--force", is_flag=True, help="Reuse a study dir whose spec differs.")
+@click.option("--quiet", is_flag=True, help="No progress lines; print only the report paths.")
+@click.option(
+    "--report-only", is_flag=True, help="Run nothing: report what has finished (partial)."
+)
+def tune(
+    constraints,
+    datasets,
+    configs,
+    search_steps,
+    seeds,
+    steps,
+    eval_every,
+    executor,
+    jobs,
+    threads,
+    ray_address,
+    cell_resources,
+    storage,
+    out,
+    bench,
+    force,
+    quiet,
+    report_only,
+):
+    """Search each constraint's hyper-parameters, re-run the best over seeds; write tune.md/png."""
+    from lipgan.plugins import load_registry
+    from lipgan.study import tune as tuned
+    from lipgan.study_cli import check_constraints, make_executor
+
+    registry = load_registry().registry
+    constraints = check_constraints(constraints, registry) or tuned.default_constraints(registry)
+    spec = tuned.TuneSpec(
+        constraints=tuple(constraints),
+        datasets=tuple(datasets or ("ring", "grid")),
+        configs=configs,
+        search_steps=search_steps,
+        seeds=seeds,
+        steps=steps,
+        eval_every=eval_every,
+    )
+    spec.check()
+    cells = make_executor(executor, jobs, ray_address, cell_resources, storage)
+    log = None if quiet else (lambda line: click.echo(line, err=True))
+    command = "lipgan tune " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    report = tuned.run_tune(
+        spec,
+        out,
+        executor=cells,
+        threads=threads,
+        force=force,
+        log=log,
+        command=command,
+        report_only=report_only,
+    )
+    if bench:
+        from lipgan.study import row_bench
+
+        if len(report.final) < len(tuned.replicate_cells(spec, report.chosen)):
+            raise click.UsageError("--bench needs the finished study (run it first)")
+        row_bench.write(Path(out), row_bench.measure(spec, report.chosen, log=log))
+        report = tuned.run_tune(spec, out, log=log, command=command, report_only=True)
+    if not quiet:
+        click.echo(report.paths["markdown"].read_text())
+    click.echo(", ".join(f"wrote {p}" for p in report.paths.values()))
