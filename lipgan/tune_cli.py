@@ -64,6 +64,9 @@ import click
     help="Iterations between two points of each run's quality curve.",
 )
 @click.option(
+    "--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding for every run."
+)
+@click.option(
     "--executor",
     type=click.Choice(["local", "ray", "tune"]),
     default="local",
@@ -105,6 +108,7 @@ def tune(
     seeds,
     steps,
     eval_every,
+    bindings,
     executor,
     jobs,
     threads,
@@ -132,6 +136,7 @@ def tune(
         seeds=seeds,
         steps=steps,
         eval_every=eval_every,
+        bindings=tuple(bindings),
     )
     spec.check()
     cells = make_executor(executor, jobs, ray_address, cell_resources, storage)
@@ -152,7 +157,8 @@ def tune(
 
         if len(report.final) < len(tuned.replicate_cells(spec, report.chosen)):
             raise click.UsageError("--bench needs the finished study (run it first)")
-        row_bench.write(Path(out), row_bench.measure(spec, report.chosen, log=log))
+        measured = row_bench.measure(spec, report.chosen, log=log)
+        row_bench.write(Path(out), {**measured, "command": command})
         report = tuned.run_tune(spec, out, log=log, command=command, report_only=True)
     if not quiet:
         click.echo(report.paths["markdown"].read_text())

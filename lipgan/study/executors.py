@@ -52,6 +52,8 @@ class Executor:
     default_threads: int | None = None
     #: The first stop signal received (None: no stop requested).
     signum: int | None = None
+    #: Where the executor's own lines go (set by :func:`lipgan.study.runner.execute`).
+    log = staticmethod(lambda line: None)
 
     def describe(self) -> str:
         raise NotImplementedError

@@ -243,6 +243,7 @@ def execute(
         f"{executor.describe()}"
     )
     killed: list[str] = []
+    executor.log = log  # an executor's own lines (e.g. Ray Tune restoring an experiment)
     if todo:
         executor.start()  # before the stop handlers: Ray's start-up installs its own
     with _forwarding_signals(executor):

@@ -67,12 +67,14 @@ class TuneSpec:
     eval_samples: int = EVAL_SAMPLES
     ema_decay: float = EMA_DECAY
     ema_start: int = EMA_START
+    #: Extra gin bindings for every run (``--bind``), after the config's: they win.
+    bindings: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
-        return {
-            "kind": "tune",
-            **{k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()},
-        }
+        d = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
+        if not self.bindings:  # as recorded before --bind existed: the same study resumes
+            del d["bindings"]
+        return {"kind": "tune", **d}
 
     def check(self) -> None:
         from lipgan.bench.harness import parse_spec
@@ -125,7 +127,7 @@ def search_cells(spec: TuneSpec) -> list[Cell]:
                         SEARCH_SEED + k,
                         spec.search_steps,
                         spec.eval_samples,
-                        search.bindings(name, config, spec.search_steps),
+                        search.bindings(name, config, spec.search_steps) + spec.bindings,
                         spec.eval_every,
                         trial=k,
                     )
@@ -170,6 +172,7 @@ def replicate_cells(spec: TuneSpec, chosen: dict[tuple[str, str], dict]) -> list
             bindings += (
                 f"train.ema_decay = {spec.ema_decay!r}",
                 f"train.ema_start = {spec.ema_start}",
+                *spec.bindings,
             )
             for seed in range(spec.seeds):
                 cells.append(

@@ -29,9 +29,10 @@ import shutil
 import threading
 from pathlib import Path
 
-from lipgan.errors import first_line
+from lipgan.errors import ConfigError, first_line
 from lipgan.study.executors import (
     FORWARDED_ENV,
+    RAY_INSTALL,
     RAY_MAX_RETRIES,
     RayExecutor,
     run_cell_task,
@@ -104,6 +105,15 @@ class TuneExecutor(RayExecutor):
 
     _stop_sent = False
 
+    def __init__(self, address=None, resources=None, storage=None):
+        super().__init__(address, resources, storage)
+        try:
+            import ray.tune  # noqa: F401 - its dependencies (pandas, pyarrow) are the extra's
+        except ImportError:
+            raise ConfigError(
+                f"--executor tune needs Ray Tune, which is not installed: {RAY_INSTALL}"
+            ) from None
+
     def start(self) -> None:
         os.environ.update(TUNE_ENV)
         super().start()
@@ -128,6 +138,7 @@ class TuneExecutor(RayExecutor):
         space = self._space(cells, storage, threads, env, flag)
         try:
             if tune.Tuner.can_restore(path):  # the driver died before this experiment ended
+                self.log(f"restoring the Ray Tune experiment {path}")
                 tuner = tune.Tuner.restore(
                     str(path),
                     trainable,

@@ -1,0 +1,12 @@
+#!/usr/bin/env sh
+# The tuned study (docs/study.md, "Each constraint at its own best"): every constraint with a
+# search space, ring and grid, 20 configs each at 1,000 iterations, the best over 5 seeds at
+# 4,000 with generator EMA, on Ray Tune (one trial per run, one CPU each). Re-running the same
+# command resumes: finished runs are read back from their result.json.
+#   LIPGAN_TREE=/path/to/a/checkout runs that tree's code (a snapshot, so that editing the work
+#   tree does not change the code of runs still to start).
+set -eu
+export TF_CPP_MIN_LOG_LEVEL=3
+if [ -n "${LIPGAN_TREE:-}" ]; then export PYTHONPATH="$LIPGAN_TREE"; fi
+exec nice -n 10 lipgan tune --configs 20 --search-steps 1000 --seeds 5 --executor tune \
+  --out studies/tuned "$@"

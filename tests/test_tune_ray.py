@@ -1,0 +1,134 @@
+"""`lipgan tune --executor tune`: the tuned study on Ray Tune, its stop and its restore.
+
+Needs the optional extra (``pip install 'lipgan[ray]'``, Ray Tune included), which CI installs
+after the plain test run and then runs this module (.ci/run); a missing Ray Tune is simulated so
+that its one-line error is checked everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from lipgan.cli import cli
+from lipgan.study import tune
+from lipgan.study.runner import cell_dir
+from tests.helpers import CLI, HANG_S, processes_mentioning
+from tests.test_study_ray import _untimed
+
+TINY = [
+    "--dataset", "8gaussians", "--constraint", "gradient_penalty", "--configs", "2",
+    "--search-steps", "10", "--seeds", "1", "--steps", "20", "--eval-every", "10",
+]  # fmt: skip
+
+
+def test_a_missing_ray_tune_is_one_line_that_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray.tune", None)  # `import ray.tune` raises ImportError
+    pytest.importorskip("ray")
+    out = tmp_path / "never"
+    result = CliRunner().invoke(cli, ["tune", *TINY, "--executor", "tune", "--out", str(out)])
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "pip install 'lipgan[ray]'" in lines[0], result.output
+    assert not out.exists()
+
+
+@pytest.fixture(scope="module")
+def ray_address():
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("ray.tune")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+
+
+def _tuned(out: Path, *executor: str) -> dict:
+    result = CliRunner().invoke(cli, ["tune", *TINY, "--quiet", "--out", str(out), *executor])
+    assert result.exit_code == 0, result.output
+    return json.loads((out / "tune.json").read_text())
+
+
+@pytest.mark.slow
+def test_the_tiny_tuned_study_on_ray_tune_equals_the_local_one(ray_address, tmp_path):
+    """Same trials, same choice, same replicate metrics to the bit (one single-threaded TF per
+    run, seeded); Tune's experiment is removed once it has ended (nothing left to restore)."""
+    local = _tuned(tmp_path / "local", "--jobs", "2")
+    on_tune = _tuned(tmp_path / "tune", "--executor", "tune")
+    assert _untimed(local) == _untimed(on_tune)
+    assert local["search"]["8gaussians"]["gradient_penalty"]["hq"]  # something was compared
+    assert not list((tmp_path / "tune" / "search").glob("ray_tune/*"))
+
+
+def _run_dirs(out: Path) -> list[Path]:
+    spec = tune.TuneSpec(("gradient_penalty",), ("8gaussians",), 2, 3000, 1, 20, 10)
+    return [cell_dir(out / "search", cell) for cell in tune.search_cells(spec)]
+
+
+def _driver(out: Path, address: str) -> list[str]:
+    args = ["-c", CLI, "tune", *TINY, "--search-steps", "3000", "--out", str(out)]
+    args += ["--executor", "tune", "--ray-address", address]
+    # small models, checkpoints only on a stop: a stopped trial shows where it resumed from
+    for binding in ("mlp_critic.width=16", "mlp_generator.width=16", "train.global_batch_size=32"):
+        args += ["--bind", binding]
+    return args
+
+
+def _wait_until_logged(run_dirs, proc) -> None:
+    deadline = time.monotonic() + HANG_S
+    while time.monotonic() < deadline and proc.poll() is None:
+        logs = [d / "metrics.jsonl" for d in run_dirs]
+        if all(f.is_file() and f.read_text().strip() for f in logs):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no trial logged a step (driver exit {proc.poll()})")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_a_stopped_or_killed_tune_driver_resumes_with_the_same_command(ray_address, tmp_path, how):
+    """SIGTERM: the trials are told to stop, each run saves a checkpoint and records nothing, exit
+    143 with the resume line, and Tune's experiment is removed (it would never rerun the trials it
+    stopped). SIGKILL: the driver dies with its experiment recorded; the same command restores it
+    (``Tuner.restore``). Either way the same command then finishes every trial from its
+    checkpoint: no step trained twice."""
+    from tests.conftest import finish, start_python
+
+    pytest.importorskip("ray.tune")
+    out = tmp_path / "tuned"
+    args = _driver(out, ray_address)
+    run_dirs = _run_dirs(out)
+    proc = start_python(*args)
+    _wait_until_logged(run_dirs, proc)
+    proc.send_signal(getattr(signal, how))
+    stopped = finish(proc, timeout=HANG_S)
+    if how == "SIGTERM":
+        assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr[-3000:]
+        last = stopped.stderr.strip().splitlines()[-1]
+        assert "run the same command again to resume" in last, last
+        assert not list((out / "search").glob("ray_tune/*"))
+    else:
+        assert stopped.returncode == -signal.SIGKILL
+        assert list((out / "search").glob("ray_tune/*"))  # left for Tuner.restore
+    deadline = time.monotonic() + 120  # the runs stop themselves (told, or orphaned)
+    while processes_mentioning(str(out)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert processes_mentioning(str(out)) == []
+    for run_dir in run_dirs:
+        assert not (run_dir / "result.json").exists()
+    resumed = finish(start_python(*args), timeout=HANG_S)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert ("restoring the Ray Tune experiment" in resumed.stderr) == (how == "SIGKILL")
+    for run_dir in run_dirs:
+        result = json.loads((run_dir / "result.json").read_text())
+        assert result["status"] == "ok" and result["step"] == 3000, result
+        logged = [json.loads(ln)["step"] for ln in (run_dir / "metrics.jsonl").open()]
+        assert logged == sorted(set(logged)) and logged[-1] == 3000
+    assert (out / "tune.md").is_file()
