@@ -256,7 +256,18 @@ class BjorckDense(KernelReparametrization):
 
 
 class Bjorck(KernelConstruction):
-    """Keep every Dense kernel of the critic orthonormal by Björck steps (see the module doc)."""
+    """Keep every Dense kernel of the critic orthonormal by Björck steps (see the module doc).
+
+    Args:
+        iterations: Björck steps in every forward pass, with gradients through them (LNets'
+            scheme; 0, the default, uses the stored kernel as it is).
+        order: the order of each Björck step.
+        projection: order-1 Björck steps that project the kernels after every critic update.
+
+    Raises:
+        ConfigError: a negative count, ``iterations = projection = 0`` (nothing constrained), or
+            ``order < 1``.
+    """
 
     name = "bjorck"
     description = (

@@ -39,7 +39,22 @@ from lipgan.penalties import GradientNormPenalty, interpolate, per_example_gradi
 
 
 class GradientPenalty(GradientNormPenalty):
-    """λ·(‖∇D(x̂)‖ − γ)²/γ² at random interpolates x̂ (``one_sided`` penalizes only ‖∇D‖ > γ)."""
+    """λ·(‖∇D(x̂)‖ − γ)²/γ² at random interpolates x̂ (``one_sided`` penalizes only ‖∇D‖ > γ).
+
+    Args:
+        weight: λ, >= 0 (WGAN-GP's 10 by default; the toy configs use 0.1).
+        target: γ, the gradient norm aimed at, > 0.
+        one_sided: penalize only gradient norms above γ.
+        drift: ε_drift of ProGAN's drift term ε_drift·D(real)², >= 0 (0: off).
+        fast_relu: ``'auto'`` (default), True or False: swap the critic's (leaky) ReLUs for ones
+            whose second derivative is declared zero, an exact speed-up of the double backprop
+            (:class:`lipgan.penalties.GradientNormPenalty`).
+        every: apply the penalty, scaled by ``every``, on every ``every``-th critic update only
+            (lazy regularization; 1: every update).
+
+    Raises:
+        ValueError: a negative weight or drift, a target <= 0, or ``every`` not an integer >= 1.
+    """
 
     name = "gradient_penalty"
     description = (
