@@ -1,6 +1,8 @@
 """Assemble benchmarks/RESULTS.md from the run folders written by benchmarks/run.sh.
 
-The hand-written analysis lives in benchmarks/ANALYSIS.md and is appended verbatim.
+The hand-written analysis lives in benchmarks/ANALYSIS.md and is appended verbatim; a run folder's
+``run.txt``, when present, says when, on what and under which load its run was made, and is printed
+under its command.
 """
 
 import json
@@ -17,6 +19,13 @@ if runs:
     parts.append("# Benchmark results\n")
     parts.append("Produced by `sh benchmarks/run.sh` (then `python benchmarks/make_results.py`).\n")
     parts.append(
+        "Contents: the throughput targets; how to read the tables; *Findings*, dated entries on what the\n"
+        "benchmarks show; *Wall times of user commands* (the test suite, the default `lipgan run`, `lipgan\n"
+        "reproduce fig1`, `lipgan study --quick`, the shipped toy configs); *Reference values*; then one\n"
+        "section per `lipgan bench` run folder, each with its command and its run's date and machine.\n"
+        "The hand-written parts live in `benchmarks/ANALYSIS.md`.\n"
+    )
+    parts.append(
         "Machine: "
         + ", ".join(f"{k} {v}" for k, v in machine.items())
         + ". "
@@ -30,7 +39,10 @@ if runs:
         text=True,
         check=True,
     ).stdout
-    parts.append("## Targets (CPU)\n\n" + targets)
+    parts.append(
+        "## Targets (CPU)\n\nFrom the run folders below (`benchmarks/targets.py`): the full sweep's, "
+        "except where a group's *Run* line says otherwise.\n\n" + targets
+    )
 analysis = root / "ANALYSIS.md"
 if analysis.exists():
     parts.append(analysis.read_text())
@@ -39,8 +51,11 @@ for run in runs:
     table = (
         (run / "results.md").read_text().split("\n", 6)[-1]
     )  # drop its title/command/machine lines
+    note = run / "run.txt"
+    note = f"{note.read_text().strip()}\n\n" if note.exists() else ""
     parts.append(
-        f"## {run.name}\n\nCommand: `{payload['command']}`\n\n![{run.name}]({run.name}/chart.png)\n\n{table}"
+        f"## {run.name}\n\nCommand: `{payload['command']}`\n\n{note}"
+        f"![{run.name}]({run.name}/chart.png)\n\n{table}"
     )
 (root / "RESULTS.md").write_text("\n".join(parts))
 print(f"wrote {root / 'RESULTS.md'} from {len(runs)} runs")

@@ -26,21 +26,50 @@ class Callback:
     trainer = None
 
     def set_trainer(self, trainer) -> None:
-        """Called by :meth:`lipgan.Trainer.fit` with the trainer being fit."""
+        """Called by :meth:`lipgan.Trainer.fit` with the trainer being fit.
+
+        Args:
+            trainer: the :class:`lipgan.Trainer`; kept as ``self.trainer``.
+        """
         self.trainer = trainer
 
     def on_train_begin(self, step: int, steps: int) -> None:
         """Once per :meth:`fit` call, before the first iteration: training resumes at ``step``
-        (restored or already trained) and runs to ``steps``."""
+        (restored or already trained) and runs to ``steps``.
+
+        Args:
+            step: the iteration training starts from.
+            steps: the iteration it runs to.
+        """
 
     def on_log(self, step: int, metrics: dict) -> None:
-        """At every logged step, with the row written to ``metrics.jsonl``."""
+        """At every logged step, with the row written to ``metrics.jsonl``.
+
+        Args:
+            step: the iteration logged.
+            metrics: the row: losses, ``wasserstein``, ``penalty``, and the ``diag/``, ``toy/``
+                and ``eval/`` values due at this step.
+        """
 
     def on_evaluate(self, step: int, metrics: dict) -> None:
-        """After each periodic evaluation (``Intervals.eval_every``), with its ``eval/...`` metrics."""
+        """After each periodic evaluation (``Intervals.eval_every``), with its ``eval/...`` metrics.
+
+        Args:
+            step: the iteration evaluated.
+            metrics: ``{'eval/<metric>': float}``, as :meth:`lipgan.Trainer.evaluate` returns.
+        """
 
     def on_checkpoint(self, step: int, path: Path | str | None) -> None:
-        """After a checkpoint of ``step`` is written (only with a ``run_dir``)."""
+        """After a checkpoint of ``step`` is written (only with a ``run_dir``).
+
+        Args:
+            step: the iteration the checkpoint holds.
+            path: the checkpoint's path prefix (``.../checkpoints/ckpt-<step>``).
+        """
 
     def on_train_end(self, state: TrainState) -> None:
-        """Once, when :meth:`fit` returns normally."""
+        """Once, when :meth:`fit` returns normally.
+
+        Args:
+            state: the :class:`lipgan.TrainState` that :meth:`fit` returns.
+        """

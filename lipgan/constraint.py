@@ -37,8 +37,22 @@ class StepContext:
     generator phase it is ``(step + 1) * n_critic``. Schedules that act every k-th critic update
     (lazy regularization) key on ``update``, not on ``step``: keyed on ``step``, all ``n_critic``
     updates of one iteration would be active and the next ``(k - 1) * n_critic`` would not.
-    ``n_critic`` defaults to 1, so a context built with the original arguments has
-    ``update == step + phase``.
+    ``n_critic`` defaults to 1, so a context built without it has ``update == step + phase``.
+
+    The engine builds one per sub-step; plugins receive it and build one only in tests (as
+    :mod:`lipgan.testing` does).
+
+    Args:
+        seed: the run's seed (``train.seed``); part of every draw's key.
+        step: the generator iteration, an int or an int tensor inside the compiled step.
+        phase: the sub-step within the iteration, ``0 .. n_critic``.
+        global_batch_size: examples in one step over all replicas.
+        num_replicas: replicas in sync; must divide ``global_batch_size``.
+        replica_id: this replica's index (int or tensor), which selects its rows of each draw.
+        n_critic: critic updates per generator update.
+
+    Raises:
+        ValueError: ``phase`` outside ``0 .. n_critic``, or a batch the replicas cannot share.
     """
 
     def __init__(
@@ -91,13 +105,29 @@ class StepContext:
         return global_draw[start : start + b]
 
     def uniform(self, event_shape=(), dtype=tf.float32) -> tf.Tensor:
-        """This replica's ``[b, *event_shape]`` slice of a global U[0, 1) draw."""
+        """This replica's ``[b, *event_shape]`` slice of a global U[0, 1) draw.
+
+        Args:
+            event_shape: the shape of one example's draw (``()`` for one number per example).
+            dtype: a floating dtype.
+
+        Returns:
+            A ``[per_replica_batch_size, *event_shape]`` tensor; each call draws new numbers.
+        """
         shape = [self.global_batch_size, *event_shape]
         draw = rng.uniform(self._next_key(), shape, dtype)
         return self._local_rows(draw)
 
     def normal(self, event_shape=(), dtype=tf.float32) -> tf.Tensor:
-        """This replica's ``[b, *event_shape]`` slice of a global N(0, 1) draw."""
+        """This replica's ``[b, *event_shape]`` slice of a global N(0, 1) draw.
+
+        Args:
+            event_shape: the shape of one example's draw (``()`` for one number per example).
+            dtype: a floating dtype.
+
+        Returns:
+            A ``[per_replica_batch_size, *event_shape]`` tensor; each call draws new numbers.
+        """
         shape = [self.global_batch_size, *event_shape]
         draw = rng.normal(self._next_key(), shape, dtype)
         return self._local_rows(draw)
@@ -111,7 +141,14 @@ class Constraint(Named):
     """
 
     def wrap_critic(self, critic: tf.keras.Model) -> tf.keras.Model:
-        """Return the critic to train; called once at build time inside ``strategy.scope()``."""
+        """Return the critic to train; called once at build time inside ``strategy.scope()``.
+
+        Args:
+            critic: the critic as the user or the config built it.
+
+        Returns:
+            The model the engine trains: ``critic`` itself (the default) or a rewritten copy.
+        """
         return critic
 
     def penalty(
@@ -122,11 +159,28 @@ class Constraint(Named):
         Runs inside the engine's critic ``GradientTape``, so it may take gradients of the critic
         (nested tapes). Call the critic with ``training=False``: the engine's one ``training=True``
         call per step is what advances stateful layers such as spectral norm.
+
+        Args:
+            critic: the (wrapped) critic being trained.
+            real: this replica's real examples, ``[b, ...]``.
+            fake: this replica's generated examples, same shape.
+            ctx: the sub-step's :class:`StepContext`; draw every random number from it.
+
+        Returns:
+            A floating ``[b]`` tensor, one already-weighted value per example and not averaged
+            (the engine divides by the global batch size), or None for no penalty.
         """
         return None
 
     def after_update(self, critic) -> None:
-        """Called in replica context after every critic optimizer update (e.g. to clip weights)."""
+        """Called in replica context after every critic optimizer update (e.g. to clip weights).
+
+        Must be idempotent (a projection, not an update rule) and compute the same value on every
+        replica, so that mirrored weights stay equal.
+
+        Args:
+            critic: the (wrapped) critic, whose variables it may assign.
+        """
         return None
 
     def lipschitz_bound(self, critic) -> float | None:
@@ -136,5 +190,11 @@ class Constraint(Named):
         construction (``bjorck``, ``aol``) compute it from the effective weights; the default, None,
         means "this constraint certifies nothing" and the audit falls back on a general bound.
         Called eagerly, outside any ``tf.function``.
+
+        Args:
+            critic: the wrapped critic, as :meth:`wrap_critic` returned it.
+
+        Returns:
+            The bound as a float, or None when this constraint certifies nothing.
         """
         return None

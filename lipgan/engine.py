@@ -75,6 +75,20 @@ class StepConfig:
     The one definition of these settings and their defaults: ``lipgan run``'s ``train.n_critic``
     etc. are these fields (:mod:`lipgan.run` builds the gin root from them). The defaults are
     Gulrajani et al. 2017's toy setup (batch 256, 5 critic updates per generator update).
+
+    Args:
+        global_batch_size: examples per step over all replicas; must be divisible by the replica
+            count.
+        n_critic: critic updates (each on a fresh real batch) before each generator update.
+        seed: seeds the initial weights (for models built by factories), the noise, the
+            penalties' interpolation and the shuffling.
+        jit_compile: ``'auto'``, True or False: whether the per-replica step is XLA-compiled
+            (:func:`lipgan.jit.resolve_jit_compile` says what ``'auto'`` picks).
+        mixed_precision: None (or ``'float32'``) or ``'mixed_bfloat16'``: bf16 compute with
+            float32 variables, losses and norms.
+
+    Raises:
+        ConfigError: a value of the wrong type or out of range.
     """
 
     global_batch_size: int = 256
@@ -119,6 +133,20 @@ class Intervals:
     etc. are these fields, :mod:`lipgan.run`). None of these change what a step computes, so they may change when a run is resumed.
     ``steps_per_execution`` is how many iterations one compiled call runs (the host loop that keeps
     TPUs busy); each call still ends on the next interval boundary.
+
+    Args:
+        log_every: iterations between two rows of ``metrics.jsonl`` (>= 1).
+        checkpoint_every: iterations between two checkpoints (0 = only at the end).
+        max_checkpoints: checkpoints kept in the run dir (>= 1).
+        diagnostics_every: iterations between two Lipschitz diagnostics (0 = off).
+        eval_every: iterations between two evaluations, with a sample image (0 = off).
+        eval_samples: generated samples per evaluation (>= 2).
+        histogram_every: iterations between two TensorBoard weight histograms (0 = off).
+        plot_samples: samples in the final ``samples.png`` (0 = none).
+        steps_per_execution: iterations per compiled call (>= 1).
+
+    Raises:
+        ConfigError: a value of the wrong type or out of range.
     """
 
     log_every: int = 100

@@ -9,7 +9,12 @@ import re
 
 
 class LipganError(Exception):
-    """An error caused by input or environment, reported to the user as one line."""
+    """An error caused by input or environment, reported to the user as one line.
+
+    Args:
+        message: what went wrong and what to do about it; runs of whitespace (line breaks
+            included) become single spaces, so the message is one line.
+    """
 
     #: Raised inside a traced function (a plugin's penalty), it reaches the caller as itself, not
     #: rewrapped by AutoGraph as a multi-line ``StagingError: in user code: ...``.

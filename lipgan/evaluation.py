@@ -30,8 +30,18 @@ GENERATE_BATCH = 512
 
 
 def generate(wgan, n: int, seed: int, generator=None) -> np.ndarray:
-    """``n`` samples from a fixed noise (same ``seed`` ⇒ same samples) of ``generator``, by
-    default ``wgan.sampler`` (the generator's EMA when ``train.ema_decay`` is on)."""
+    """``n`` samples from a fixed noise (same ``seed`` ⇒ same samples).
+
+    Args:
+        wgan: the :class:`lipgan.engine.WGAN` (``trainer.wgan``).
+        n: how many samples.
+        seed: the noise's seed.
+        generator: the model to sample; default ``wgan.sampler`` (the generator's EMA when
+            ``train.ema_decay`` is on, else the generator).
+
+    Returns:
+        A ``[n, *data_shape]`` float32 array.
+    """
     generator = generator or wgan.sampler
     z = tf.random.stateless_normal([n, *wgan.latent_shape], seed=[seed, SAMPLE_STREAM])
     out = [
@@ -41,14 +51,32 @@ def generate(wgan, n: int, seed: int, generator=None) -> np.ndarray:
 
 
 def real_samples(dataset, n: int, batch_size: int, seed: int) -> np.ndarray:
-    """``n`` real examples from their own shuffled stream of the training data."""
+    """``n`` real examples from their own shuffled stream of the training data.
+
+    Args:
+        dataset: the ``(global_batch_size, seed) -> tf.data.Dataset`` factory (``trainer.dataset``).
+        n: how many examples.
+        batch_size: the batch size to read them with.
+        seed: the run's seed (the stream is seeded apart from the training one).
+
+    Returns:
+        A ``[n, *data_shape]`` array.
+    """
     data = dataset(batch_size, seed + 2)
     out = np.concatenate([np.asarray(b) for b in data.take(-(-n // batch_size))])
     return out[:n]
 
 
 def toy_set_of(wgan, dataset) -> str | None:
-    """The toy set name (``8gaussians``...) when training on 2-D lipgan toy data, else None."""
+    """The toy set name (``8gaussians``...) when training on 2-D lipgan toy data, else None.
+
+    Args:
+        wgan: the :class:`lipgan.engine.WGAN`.
+        dataset: its data factory.
+
+    Returns:
+        The toy set's name in :data:`lipgan.data.toy.SAMPLERS`, or None.
+    """
     from lipgan.data.toy import SAMPLERS
 
     name = getattr(dataset, "dataset_name", "") or ""
@@ -63,6 +91,15 @@ def check_num_samples(wgan, dataset, num_samples: int, what: str = "train.eval_s
 
     Called before a run writes anything, so a periodic evaluation cannot fail only after the
     training and checkpointing that led up to it.
+
+    Args:
+        wgan: the :class:`lipgan.engine.WGAN`.
+        dataset: its data factory.
+        num_samples: the samples an evaluation will draw.
+        what: the setting's name in the message.
+
+    Raises:
+        ConfigError: too few samples for the toy metrics.
     """
     toy = toy_set_of(wgan, dataset)
     if toy:
@@ -77,6 +114,16 @@ def check_num_samples(wgan, dataset, num_samples: int, what: str = "train.eval_s
 
 
 def critic_wasserstein(critic, real: np.ndarray, fake: np.ndarray) -> float:
+    """The critic's gap mean D(real) − mean D(fake): a W1 estimate only for a 1-Lipschitz critic.
+
+    Args:
+        critic: the critic (``trainer.critic``).
+        real: real examples.
+        fake: generated examples.
+
+    Returns:
+        The gap as a float (docs/metrics.md says when it estimates W1).
+    """
     scores = lambda x: np.asarray(critic(tf.convert_to_tensor(x), training=False), np.float64)  # noqa: E731
     return float(scores(real).mean() - scores(fake).mean())
 
@@ -86,6 +133,14 @@ EXACT_W1_MAX_TERMS = 2048 * 2048 * 64
 
 
 def check_evaluate_samples(num_samples) -> None:
+    """Refuse a sample count an evaluation cannot use.
+
+    Args:
+        num_samples: the requested count.
+
+    Raises:
+        ConfigError: not an integer, or below 2.
+    """
     if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)):
         raise ConfigError(f"num_samples={num_samples!r} is invalid: use an integer >= 2")
     if num_samples < 2:
@@ -105,7 +160,17 @@ def data_w1(fake: np.ndarray, real: np.ndarray, real_again: np.ndarray) -> dict:
     which is what a perfect generator scores at this n. Exact (:func:`wasserstein1`) when the
     assignment is affordable (:data:`EXACT_W1_MAX_TERMS`), else sliced (a lower bound, under its
     own key so the two are never compared). A dataset smaller than 2n repeats examples, which
-    lowers the floor."""
+    lowers the floor.
+
+    Args:
+        fake: generated examples.
+        real: real examples.
+        real_again: other real examples, for the floor.
+
+    Returns:
+        ``{'eval/w1', 'eval/w1_floor'}``, or ``{'eval/sliced_w1', 'eval/sliced_w1_floor'}`` when
+        the exact problem is too large; all on the first ``min`` of the three sizes.
+    """
     from lipgan.metrics.toy import sliced_wasserstein1, wasserstein1
 
     flat = lambda x: np.asarray(x, np.float64).reshape(len(x), -1)  # noqa: E731
@@ -136,8 +201,23 @@ def evaluate(
 ) -> dict:
     """All metrics that apply to this run's data, as a flat ``{'eval/...': float}`` dict.
 
-    ``w1_floor=False`` skips the toy sets' real-vs-real floor (a study computes it once).
-    ``generator`` is the model measured (default ``wgan.sampler``: the EMA when it is on)."""
+    Args:
+        wgan: the :class:`lipgan.engine.WGAN` (``trainer.wgan``).
+        dataset: its data factory (``trainer.dataset``).
+        seed: the seed of the samples' noise and of the real samples' stream.
+        batch_size: the batch size real examples are read with.
+        num_samples: generated samples (and as many real ones), >= 2.
+        inception_weights: a local InceptionV3 weights file for FID/KID on images, or None.
+        w1_floor: False skips the toy sets' real-vs-real floor (a study computes it once).
+        generator: the model measured (default ``wgan.sampler``: the EMA when it is on).
+
+    Returns:
+        ``{'eval/<metric>': float}``: ``critic_wasserstein`` always, and the metrics of the data
+        (docs/metrics.md).
+
+    Raises:
+        ConfigError: ``num_samples`` is not an integer >= 2.
+    """
     check_evaluate_samples(num_samples)
     fake = generate(wgan, num_samples, seed, generator)
     toy = toy_set_of(wgan, dataset)
@@ -174,7 +254,17 @@ def evaluate(
 
 
 def render(wgan, fake: np.ndarray, real: np.ndarray | None = None, title: str = "") -> bytes | None:
-    """A PNG of samples: points over the critic's contour (2-D) or an image grid; None otherwise."""
+    """A PNG of samples: points over the critic's contour (2-D) or an image grid; None otherwise.
+
+    Args:
+        wgan: the :class:`lipgan.engine.WGAN`.
+        fake: generated examples.
+        real: real points drawn beside them (2-D data only), or None.
+        title: the plot's title (2-D data only).
+
+    Returns:
+        The PNG's bytes, or None for data that is neither 2-D points nor images.
+    """
     buffer = io.BytesIO()
     if wgan.data_shape == (2,):
         from lipgan.plots.toy import plot_samples
@@ -192,7 +282,15 @@ def render(wgan, fake: np.ndarray, real: np.ndarray | None = None, title: str = 
 def summary_line(history: list[dict], run_dir=None) -> str:
     """One line with the headline numbers of the last evaluation in ``history`` (a fit's rows):
     modes and high quality (PacGAN's protocol) on the Gaussian mixtures, W1 and its real-vs-real
-    floor, FD/KID on digits, FID/KID on images; ``lipgan run`` ends with it."""
+    floor, FD/KID on digits, FID/KID on images; ``lipgan run`` ends with it.
+
+    Args:
+        history: the rows of a fit (``TrainState.history``).
+        run_dir: the run dir, named in the line when no row holds an evaluation.
+
+    Returns:
+        The line, e.g. ``last evaluation (step 1000): 8/8 modes, 63.0 % high quality, ...``.
+    """
     rows = [row for row in history if any(k.startswith("eval/") for k in row)]
     if not rows:
         where = f" {run_dir}" if run_dir is not None else " RUN_DIR"

@@ -1,12 +1,11 @@
 """Whether the per-replica training function is XLA-compiled: ``train.jit_compile``.
 
 Keras' own ``jit_compile="auto"`` (keras ``trainers/trainer.py``, ``_resolve_auto_jit_compile``)
-turns XLA off on machines without GPU/TPU. lipgan measured on CPU (benchmarks/RESULTS.md, one bench
-run, 2-core AMD EPYC): XLA is as fast or faster for dense (MLP) critics (toy GP iteration 1,454 vs
-1,437 examples/s; 4,467 vs 3,080 on a 2-core AVX-512 machine) but about 4x *slower* for
-convolutional ones (DCGAN GP iteration 4 vs 19 examples/s: XLA's CPU convolutions do not use the
-oneDNN kernels TensorFlow's own ops use). So its ``'auto'`` compiles where lipgan has checked that
-XLA works and is not slower: not for convolutional models on CPU.
+turns XLA off on machines without GPU/TPU. On CPU, lipgan's benchmarks find XLA as fast or faster
+for dense (MLP) critics but several times *slower* for convolutional ones: XLA's CPU convolutions
+do not use the oneDNN kernels TensorFlow's own ops use (benchmarks/RESULTS.md, "XLA on CPU"). So
+its ``'auto'`` compiles where lipgan has checked that XLA works and is not slower: not for
+convolutional models on CPU.
 """
 
 from __future__ import annotations
@@ -59,10 +58,10 @@ def resolve_jit_compile(setting, strategy: tf.distribute.Strategy, models=()) ->
       ``apply_gradients`` outside it; splitting the engine's step that way is future work.
     * One replica in this process (default strategy, OneDevice, mirrored with one device): XLA.
       Tested on CPU with numbers equal to ``tf.function`` (tests/test_distributed.py). Except
-      ``'auto'`` with a convolutional model on CPU: ``tf.function``, measured 4x faster there
+      ``'auto'`` with a convolutional model on CPU: ``tf.function``, several times faster there
       (module docstring); ``True`` still compiles.
     * Several local GPUs (mirrored) and multi-worker strategies: ``'auto'`` keeps ``tf.function``
-      because lipgan has not measured XLA there (no accelerator or multi-worker XLA run yet);
+      because lipgan has not benchmarked XLA there;
       ``True`` is allowed (Keras runs XLA per replica under MirroredStrategy on GPUs).
     """
     if setting not in JIT_CHOICES or not isinstance(setting, (bool, str)):

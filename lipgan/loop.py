@@ -40,7 +40,17 @@ from lipgan.rundir import SAMPLES, RunDir
 
 @dataclasses.dataclass
 class TrainState:
-    """What :meth:`Trainer.fit` returns: the trained models, where training stopped, and the record."""
+    """What :meth:`Trainer.fit` returns: the trained models, where training stopped, and the record.
+
+    Attributes:
+        critic: the trained critic (as the constraint wrapped it).
+        generator: the trained generator.
+        step: the iteration training stopped at, counted from the start of training.
+        metrics: the last iteration's ``critic_loss``, ``wasserstein``, ``penalty`` and
+            ``generator_loss``.
+        history: every row logged by this call, as in ``metrics.jsonl``.
+        run_dir: the run directory, or None when :meth:`Trainer.fit` was given none.
+    """
 
     critic: keras.Model
     generator: keras.Model

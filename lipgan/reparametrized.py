@@ -130,9 +130,9 @@ def conv_gram_channel_matrix(kernel: tf.Tensor) -> tf.Tensor:
     block-diagonalization of a convolution that Sedghi, Gupta & Long (ICLR 2019, "The Singular
     Values of Convolutional Layers") use for exact singular values; here only its Gram matrix is
     needed. Cost: ``3·in²·out·(N+1)/2`` multiply-adds (41·3 = 123 ``in²·out`` for a 5×5 kernel)
-    plus the two DFTs, against ``kw²·in²·out·kh(kh+1)/2`` (375 ``in²·out``) for the earlier form,
-    ``kh`` products of kernel row pairs with a 0/1 matrix summing the horizontal shifts (issue 26;
-    ``benchmarks/aol_rescale/micro.py`` times both). The numbers are the same up to float rounding
+    plus the two DFTs, against ``kw²·in²·out·kh(kh+1)/2`` (375 ``in²·out``) for ``kh`` products of
+    kernel row pairs with a 0/1 matrix summing the horizontal shifts
+    (``benchmarks/aol_rescale/micro.py`` times both). The numbers are the same up to float rounding
     (``tests/test_certified.py``).
     """
     kh, kw, cin, cout = kernel.shape
@@ -149,7 +149,7 @@ def conv_gram_channel_matrix(kernel: tf.Tensor) -> tf.Tensor:
     )  # [Δ, (i, j)] for Δ = 0 and one of each pair ±Δ; the other half is A[−Δ] = A[Δ]ᵀ
     shifts = tf.reshape(shifts, (nf, cin, cin))
     # The DFT leaves every A_ij[Δ] with an error up to about 5·eps·sqrt(A_ii[0]·A_jj[0])
-    # (Cauchy–Schwarz bounds Σ_ω |Â_ij[ω]|/N by that root; measured on random and
+    # (Cauchy–Schwarz bounds Σ_ω |Â_ij[ω]|/N by that root; checked on random and
     # delta-orthogonal 5×5 kernels): 16·eps is the margin. A delta-orthogonal kernel, AOL's conv
     # start, has A_ij[Δ] = 0 at every shift but 0, so all of those are such noise.
     eps = float(np.finfo(shifts.dtype.as_numpy_dtype).eps)

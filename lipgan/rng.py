@@ -2,8 +2,8 @@
 
 TensorFlow's stateless RNG ops are not reproducible across execution modes: under XLA (``jit_compile``,
 and everything on a TPU) ``stateless_uniform``/``stateless_normal`` return different numbers than the
-CPU/GPU kernels for the same seed and algorithm (measured with TF 2.21: max differences of ~1.0 for
-uniform draws). lipgan promises the same losses with and without XLA, so its noise is computed here
+CPU/GPU kernels for the same seed and algorithm (different draws altogether, not a rounding
+difference). lipgan promises the same losses with and without XLA, so its noise is computed here
 from plain 32-bit integer arithmetic, which every backend evaluates identically:
 
     bits(i) = mix(mix(i XOR k0) XOR k1)          for element counter i and a 64-bit key (k0, k1)

@@ -1,6 +1,6 @@
 """The run directory: what a run leaves on disk, and the rules for reusing one.
 
-Layout (also in the README)::
+Layout (also in docs/usage.md)::
 
     settings.json         the run's settings (lipgan.Trainer.settings); compared when the dir is reused
     config.gin            the gin config as parsed (files + bindings), written by the CLI

@@ -17,7 +17,11 @@ from lipgan.named import Named
 
 
 class StrategyUnavailable(LipganError):
-    """The requested strategy cannot be created here; the message says what to do instead."""
+    """The requested strategy cannot be created here; the message says what to do instead.
+
+    Args:
+        message: one line: why the strategy cannot work here and what to use instead.
+    """
 
 
 T = TypeVar("T")
@@ -69,13 +73,33 @@ class StrategyPlugin(Named):
     """Base class of every strategy plugin. Constructor keyword arguments are gin parameters."""
 
     def is_available(self) -> bool:
-        """Cheap check (never connects, never hangs) whether :meth:`create` can succeed here."""
+        """Cheap check (never connects, never hangs) whether :meth:`create` can succeed here.
+
+        Returns:
+            True when :meth:`create` can be expected to work on this machine.
+        """
         return True
 
     def create(self) -> tf.distribute.Strategy:
-        """Create the strategy, or raise :class:`StrategyUnavailable` with an actionable message."""
+        """Create the strategy, or raise :class:`StrategyUnavailable` with an actionable message.
+
+        Returns:
+            The ``tf.distribute.Strategy`` the engine runs its step under.
+
+        Raises:
+            StrategyUnavailable: the strategy cannot work here; the one-line message says what
+                to do instead.
+        """
         raise NotImplementedError
 
     def is_chief(self, strategy: tf.distribute.Strategy) -> bool:
-        """Whether this process writes checkpoints, summaries and configs (overridden by multi-worker)."""
+        """Whether this process writes checkpoints, summaries and configs (overridden by multi-worker).
+
+        Args:
+            strategy: the strategy :meth:`create` returned.
+
+        Returns:
+            True in the one process that writes the run dir (the default: every single-process
+            strategy).
+        """
         return True

@@ -321,28 +321,6 @@ def check_ranges(settings: dict) -> None:
 class Trainer:
     """A WGAN on a strategy, ready to :meth:`fit`, :meth:`evaluate`, :meth:`audit` and :meth:`sample`.
 
-    Arguments are plain Python objects:
-
-    * ``data``: a TFDS or lipgan dataset name (``"lipgan_toy/8gaussians"``, ``"cifar10"``), a
-      ``tf.data.Dataset`` of single examples (lipgan repeats and batches it; shuffle it yourself),
-      or a factory ``(global_batch_size, seed) -> tf.data.Dataset`` of global batches. A dataset
-      may also be batched (it is unbatched), hold dicts as ``tfds.load`` returns (``data_key``
-      names the feature; default ``'image'``, or the only key), or be a NumPy array; float64 is
-      cast to float32 and integer images are scaled to [-1, 1] (:mod:`lipgan.data.adapt`);
-    * ``critic`` / ``generator``: a ``keras.Model`` or a factory ``data_shape -> keras.Model``
-      (a factory is called inside ``strategy.scope()``; a model made outside it is cloned there
-      when the strategy has several replicas). A constraint may wrap the critic (spectral norm;
-      the penalties' exact ReLU pruning): the model that trains is :attr:`critic`;
-    * ``constraint``: a :class:`lipgan.Constraint` (``lipgan.constraints.GradientPenalty()``...);
-    * ``strategy``: a lipgan strategy (``lipgan.strategies.Mirrored()``), a
-      ``tf.distribute.Strategy``, or None for TensorFlow's default;
-    * ``critic_optimizer`` / ``generator_optimizer``: a Keras optimizer or a factory (default:
-      WGAN-GP's Adam(1e-4, 0.5, 0.9)); an optimizer is re-made from its config in scope;
-    * ``step_config``: :class:`lipgan.StepConfig` (batch, n_critic, seed, XLA, precision). Its
-      old name ``step=`` works for one more release, with a DeprecationWarning: :attr:`step` is
-      the iteration count;
-    * ``intervals``: :class:`Intervals` (logging, checkpoints, evaluation...).
-
     What the trainer holds: :attr:`dataset` (the ``(global_batch_size, seed) -> dataset`` factory
     made from ``data``), :attr:`batches` (the ``tf.data.Dataset`` of global batches training
     reads), :attr:`step_config`, :attr:`intervals`, :attr:`critic`, :attr:`generator`, :attr:`step`.
@@ -351,6 +329,39 @@ class Trainer:
     own seed), as ``lipgan run`` does. A model given as an object keeps the weights it has: the
     seed then covers noise, interpolation and shuffling only (said once per process,
     :data:`GIVEN_WEIGHTS_NOTE`); pass a factory to have the seed draw the initial weights.
+
+    Args:
+        data: a TFDS or lipgan dataset name (``"lipgan_toy/8gaussians"``, ``"cifar10"``), a
+            ``tf.data.Dataset`` of single examples (lipgan repeats and batches it; shuffle it
+            yourself), or a factory ``(global_batch_size, seed) -> tf.data.Dataset`` of global
+            batches. A dataset may also be batched (it is unbatched), hold dicts as ``tfds.load``
+            returns (see ``data_key``), or be a NumPy array; float64 is cast to float32 and
+            integer images are scaled to [-1, 1] (:mod:`lipgan.data.adapt`).
+        critic: a ``keras.Model`` or a factory ``data_shape -> keras.Model`` (a factory is called
+            inside ``strategy.scope()``; a model made outside it is cloned there when the strategy
+            has several replicas). A constraint may wrap the critic (spectral norm; the
+            penalties' exact ReLU pruning): the model that trains is :attr:`critic`.
+        generator: the same for the generator; its ``keras.Input`` shape sets the latent size.
+        constraint: a :class:`lipgan.Constraint` (``lipgan.constraints.GradientPenalty()``...).
+        strategy: a lipgan strategy (``lipgan.strategies.Mirrored()``), a
+            ``tf.distribute.Strategy``, or None for TensorFlow's default.
+        critic_optimizer: a Keras optimizer or a factory (default: WGAN-GP's Adam(1e-4, 0.5,
+            0.9)); an optimizer is re-made from its config in scope.
+        generator_optimizer: the same for the generator.
+        step_config: :class:`lipgan.StepConfig` (batch, n_critic, seed, XLA, precision); default
+            ``StepConfig()``.
+        intervals: :class:`lipgan.Intervals` (logging, checkpoints, evaluation...); default
+            ``Intervals()``.
+        checkpoint_input: store the input pipeline's position in each checkpoint; with False a
+            resume replays the seeded input stream to the same position instead.
+        inception_weights: a local InceptionV3 weights file for FID/KID on image data (lipgan
+            downloads nothing); None leaves those metrics out.
+        data_key: the feature of dict examples to train on (default ``'image'``, or the only key).
+        step: the old name of ``step_config``, accepted with a DeprecationWarning
+            (:attr:`step` is the iteration count).
+
+    Raises:
+        ConfigError: a setting out of range or of the wrong kind, before anything is written.
     """
 
     def __init__(
@@ -446,10 +457,12 @@ class Trainer:
 
     @property
     def critic(self) -> keras.Model:
+        """The critic that trains (as the constraint wrapped it)."""
         return self.wgan.critic
 
     @property
     def generator(self) -> keras.Model:
+        """The generator."""
         return self.wgan.generator
 
     @property
@@ -459,14 +472,17 @@ class Trainer:
 
     @property
     def seed(self) -> int:
+        """``step_config.seed``."""
         return self.step_config.seed
 
     @property
     def global_batch_size(self) -> int:
+        """``step_config.global_batch_size``."""
         return self.step_config.global_batch_size
 
     @property
     def chief(self) -> bool:
+        """Whether this process writes the run dir (False on multi-worker workers but one)."""
         return self.strategy.is_chief(self.tf_strategy)
 
     def settings(self) -> dict:
@@ -474,6 +490,13 @@ class Trainer:
 
         Recorded in the run dir (``settings.json``) and compared when the dir is reused: only the
         keys in :data:`lipgan.rundir.RESUMABLE_SETTINGS` may differ without ``force``.
+
+        Returns:
+            A dict of plain JSON values: data, models, constraint, strategy, optimizers, step
+            config, intervals.
+
+        Raises:
+            ConfigError: a numeric setting is not a finite float32 number.
         """
         settings = {
             "data": data_settings(self.dataset, self.data_fingerprint()[0]),
@@ -535,6 +558,26 @@ class Trainer:
         written there, SIGINT/SIGTERM stop with a checkpoint (:class:`lipgan.errors.Interrupted`),
         and a non-finite loss or gradient raises :class:`lipgan.errors.NonFiniteLossError` naming the
         term and step. Each callback is given this trainer first (:meth:`Callback.set_trainer`).
+
+        Args:
+            steps: the iteration to train until, counted from the start of training (>= 1).
+            run_dir: where checkpoints, metrics and the settings record go; None keeps everything
+                in memory.
+            force: continue a run dir whose recorded settings differ (the replaced records are
+                kept beside the new ones).
+            callbacks: :class:`Callback` objects called at every logged step, evaluation,
+                checkpoint, and at the start and end.
+            verbose: 0, 1 or 2, as in Keras.
+            progress: a progress :class:`Callback` to use instead of the one ``verbose`` picks;
+                False for none.
+
+        Returns:
+            The :class:`TrainState`: the models, the iteration reached and the logged history.
+
+        Raises:
+            RunDirError: ``run_dir`` holds a run with other settings and ``force`` is not set.
+            Interrupted: SIGINT or SIGTERM stopped training (a checkpoint was saved).
+            NonFiniteLossError: a loss, gradient or weight became NaN or infinite.
         """
         from lipgan.progress import for_verbose
 
@@ -552,7 +595,18 @@ class Trainer:
 
     # -- using a trained (or restored) model -----------------------------------------------------
     def restore(self, run_dir: str | Path, warn: Callable[[str], None] = print) -> int:
-        """Load the latest readable checkpoint of ``run_dir`` (models only); its step."""
+        """Load the latest readable checkpoint of ``run_dir`` (models only); its step.
+
+        Args:
+            run_dir: a run directory written by :meth:`fit` or ``lipgan run``.
+            warn: where a skipped (unreadable) checkpoint is reported.
+
+        Returns:
+            The iteration of the checkpoint that was restored.
+
+        Raises:
+            CheckpointError: ``run_dir`` holds no readable checkpoint.
+        """
         from lipgan.checkpoint import RunCheckpoint
 
         checkpoint = RunCheckpoint(run_dir, self.wgan, training=False)
@@ -566,7 +620,15 @@ class Trainer:
     def evaluate(self, num_samples: int | None = None) -> dict:
         """The metrics that apply to this data (``lipgan eval``'s), as ``{'eval/...': float}``: the
         critic's estimate always; on data lipgan has no metric for, W1 to the data with its
-        real-vs-real floor (:func:`lipgan.evaluation.data_w1`). ``num_samples`` >= 2."""
+        real-vs-real floor (:func:`lipgan.evaluation.data_w1`).
+
+        Args:
+            num_samples: generated (and real) samples to evaluate on, >= 2; default
+                ``intervals.eval_samples``.
+
+        Returns:
+            ``{'eval/<metric>': float}`` (docs/metrics.md says what each means).
+        """
         return evaluation.evaluate(
             self.wgan,
             self.dataset,
@@ -579,7 +641,17 @@ class Trainer:
     def audit(self, points: int = 512, seed: int | None = None) -> dict:
         """Lower and certified upper bounds on the critic's Lipschitz constant (``lipgan audit``'s
         result, :func:`lipgan.audit.audit`) at ``points`` real, generated and interpolated points
-        each, drawn with ``seed`` (default: the run's)."""
+        each, drawn with ``seed`` (default: the run's).
+
+        Args:
+            points: real, generated and interpolated points each, >= 1.
+            seed: the seed of the points' draw; None uses the run's.
+
+        Returns:
+            The audit as a dict: ``lower_bound`` (the largest per-example Jacobian norm, also per
+            point set), mean Jacobian norms, and ``upper_bound``, a guaranteed bound with its
+            source (None where none is known), as :func:`lipgan.audit.audit` returns them.
+        """
         from lipgan.audit import audit
 
         if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or points < 1:
@@ -589,11 +661,26 @@ class Trainer:
         return audit(self, real, self.sample(points, seed), seed=seed)
 
     def sample(self, n: int, seed: int | None = None) -> np.ndarray:
-        """``n`` generated examples from a fixed noise (the same ``seed`` gives the same samples)."""
+        """``n`` generated examples from a fixed noise (the same ``seed`` gives the same samples).
+
+        Args:
+            n: how many examples.
+            seed: the noise's seed; None uses the run's.
+
+        Returns:
+            A ``[n, *data_shape]`` float32 array.
+        """
         return evaluation.generate(self.wgan, n, self.seed if seed is None else seed)
 
     def render(self, n: int) -> bytes | None:
-        """A PNG of ``n`` samples (2-D: over the critic's contour, with real points; images: a grid)."""
+        """A PNG of ``n`` samples (2-D: over the critic's contour, with real points; images: a grid).
+
+        Args:
+            n: how many samples to draw.
+
+        Returns:
+            The PNG's bytes, or None where the data has no picture.
+        """
         real = None
         if self.wgan.data_shape == (2,):
             real = evaluation.real_samples(self.dataset, n, self.global_batch_size, self.seed)

@@ -6,11 +6,12 @@ by up to that root. deel-lip (``SpectralConv2D``, ``_compute_conv_lip_factor`` i
 ``deel/lip/layers/convolutional.py``; Serrurier et al., "Achieving robustness in classification
 using optimal transport with hinge regularization", CVPR 2021) divides by that root for strides
 > 1, which certifies but leaves the convolution far below norm 1: for the DCGAN critic's 5x5
-stride-2 convs (factor 1/3) a random orthonormal reshaped kernel, 32 → 64 channels, gives an
-operator of norm 0.55 and median singular value 0.31 (gradient attenuation, which LNets avoid).
-For stride 1 it divides by an *average* patch multiplicity over the image, which is not a bound:
-a 3x3 conv on 8x8 images whose 9 taps are one orthonormal matrix / 3 (orthonormal once reshaped)
-has norm 1.005 with it. So this module builds convolutions that are orthogonal operators instead.
+stride-2 convs (factor 1/3) a random orthonormal reshaped kernel gives an operator whose singular
+values lie well under 1 (gradient attenuation, which LNets avoid). For stride 1 it divides by an
+*average* patch multiplicity over the image, which is not a bound: a 3x3 conv on 8x8 images whose
+9 taps are one orthonormal matrix / 3 (orthonormal once reshaped) has norm above 1 with it
+(``docs/plugins.md`` gives both numbers). So this module builds convolutions that are orthogonal
+operators instead.
 
 **BCOP** (Li, Haque, Anil, Lucas, Grosse & Jacobsen, "Preventing Gradient Attenuation in Lipschitz
 Constrained Convolutional Networks", NeurIPS 2019; reference code ``lconvnet/layers/bcop.py`` of

@@ -29,9 +29,8 @@ the series of λ^(−1/2)), and order 1 maps every σ ≤ 2 into (0, 1]: σ²g(�
   :func:`orthogonal_matmul`, since ``W·GᵀW`` is the product of the input gradient and the output
   that backpropagation already has). With the plain gradient instead, the optimizer keeps
   pushing the kernels off the manifold (a critic gains by scaling its weights up) and the
-  projection keeps undoing it: on the fixed pair of ``lipgan.testbeds`` (docs/plugins.md's
-  setting) ‖∇D‖ ended at 0.9945 and the gap 0.6 % under W1, against 0.99995 and 0.05 % with the
-  tangent gradient. The step is taken as it is when ``1 + ‖I − WᵀW‖_F`` (a bound on the largest
+  projection keeps undoing it, and the kernels stay just under orthonormal (docs/plugins.md,
+  "Constructions vs penalties", on the fixed pair of ``lipgan.testbeds``). The step is taken as it is when ``1 + ‖I − WᵀW‖_F`` (a bound on the largest
   squared singular value) is at most 3.9; beyond that ``W`` is first scaled down by the largest
   absolute row sum of its Gram matrix, so the step's result has σ ≤ 1 whatever the optimizer did.
   The critic that is trained, saved and evaluated is therefore the certified one; nothing else
@@ -43,9 +42,10 @@ the series of λ^(−1/2)), and order 1 maps every σ ≤ 2 into (0, 1]: σ²g(�
 * ``iterations`` (default 0): steps in the forward pass with gradients through them (LNets'
   original scheme; deel-lip's ``bjorck_normalization`` is the Keras 2 form). With ``projection = 0``
   the raw kernel is first divided by ``min(‖W‖_F, sqrt(‖W‖₁‖W‖_∞))``, a bound on its largest
-  singular value, and 20 iterations reach orthonormality from a raw kernel (the earlier default:
-  ~23× a plain critic step at width 512, since each iteration costs 6 products of the kernel's
-  size forward and backward whatever the batch). With ``projection > 0`` the iterations start
+  singular value, and 20 iterations reach orthonormality from a raw kernel, over an order of
+  magnitude dearer per critic step than the projection, since each iteration costs 6 products of
+  the kernel's size forward and backward whatever the batch (benchmarks/RESULTS.md, "Certified
+  constructions"). With ``projection > 0`` the iterations start
   from the projected kernel (the same scaling guard as the projection), so 1–3 refine it.
 
 :meth:`Bjorck.lipschitz_bound` computes the bound (an SVD of each effective kernel) instead of
@@ -256,7 +256,18 @@ class BjorckDense(KernelReparametrization):
 
 
 class Bjorck(KernelConstruction):
-    """Keep every Dense kernel of the critic orthonormal by Björck steps (see the module doc)."""
+    """Keep every Dense kernel of the critic orthonormal by Björck steps (see the module doc).
+
+    Args:
+        iterations: Björck steps in every forward pass, with gradients through them (LNets'
+            scheme; 0, the default, uses the stored kernel as it is).
+        order: the order of each Björck step.
+        projection: order-1 Björck steps that project the kernels after every critic update.
+
+    Raises:
+        ConfigError: a negative count, ``iterations = projection = 0`` (nothing constrained), or
+            ``order < 1``.
+    """
 
     name = "bjorck"
     description = (

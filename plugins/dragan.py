@@ -68,7 +68,20 @@ def perturb_real_reference(real: tf.Tensor, ctx, noise_scale: float) -> tf.Tenso
 
 
 class Dragan(GradientNormPenalty):
-    """λ·(‖∇D(x̃)‖ − 1)² at perturbations x̃ of real examples (``noise``: see the module doc)."""
+    """λ·(‖∇D(x̃)‖ − 1)² at perturbations x̃ of real examples (``noise``: see the module doc).
+
+    Args:
+        weight: λ, >= 0.
+        noise_scale: c, the perturbation's scale (in data units for ``'gaussian'``, relative to
+            the batch's standard deviation for ``'reference'``), >= 0.
+        noise: ``'gaussian'`` (the paper's formulation) or ``'reference'`` (the official code's).
+        fast_relu: ``'auto'`` (default), True or False: swap the critic's (leaky) ReLUs for ones
+            whose second derivative is declared zero, an exact speed-up of the double backprop
+            (:class:`lipgan.penalties.GradientNormPenalty`).
+
+    Raises:
+        ValueError: a negative weight or scale, or an unknown ``noise``.
+    """
 
     name = "dragan"
     description = "DRAGAN: weight·(‖∇D(x̃)‖ − 1)² around noisy real data (Kodali et al. 2017)."

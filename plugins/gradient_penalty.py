@@ -12,9 +12,8 @@ losses only see score *differences*, so without it the critic's output may drift
 λ·(‖g‖ − γ)²/γ² = λ·(‖g‖/γ − 1)², as in ProGAN (Karras et al. 2018, ``loss.py`` ``D_wgangp_acgan``:
 ``gradient_penalty * (wgan_lambda / (wgan_target**2))``) and TF-GAN
 (``tfgan.losses.wasserstein_gradient_penalty(target=...)``, which divides the slopes by the target).
-λ then weighs the same *relative* violation whatever γ, and γ = 1 is WGAN-GP unchanged. lipgan 0.1
-used λ·(‖g‖ − γ)² (no 1/γ²): to keep an old run's numbers with γ ≠ 1, multiply its weight by γ².
-On the fixed pair (:mod:`lipgan.testbeds`), the optimum is ‖∇D‖ = γ + dγ²/(2λ).
+λ then weighs the same *relative* violation whatever γ, and γ = 1 is WGAN-GP unchanged (the
+earlier form without 1/γ²: CHANGELOG.md). On the fixed pair (:mod:`lipgan.testbeds`), the optimum is ‖∇D‖ = γ + dγ²/(2λ).
 
 Two speed-ups. ``fast_relu`` swaps the critic's (Leaky)ReLUs for ones that declare their second
 derivative zero (exact; see ``lipgan.models.pruned_relu``): ``'auto'`` (default) does it whenever
@@ -23,9 +22,8 @@ the wrap-time probe check shows the critic unchanged, ``True`` insists (one-line
 Sec. 3.1): the penalty, scaled by k, only on critic updates where ``ctx.update % k == 0`` (the same
 updates on every replica), skipped by a ``tf.cond`` otherwise. It is keyed on the critic-update index,
 not on the iteration ``ctx.step``: keyed on ``step`` all ``n_critic`` updates of one iteration get
-k·λ and the next (k − 1)·n_critic get none, and between bursts the critic leaves the constraint (on
-the fixed pair with k = 16, 150 iterations: ‖∇D‖ 2.04 and a critic gap of 6.1 instead of 1.15 and
-3.45; keyed per update: 1.18 and 3.53).
+k·λ and the next (k − 1)·n_critic get none, and between bursts the critic leaves the constraint
+(``docs/plugins.md``, "Lazy schedules", measures both on the fixed pair).
 
 StyleGAN2 also rescales Adam for lazy regularization (learning rate × k/(k+1), β ↦ β^(k/(k+1)),
 ``training/training_loop.py``) because its regularizer is a *separate* optimizer step every k
@@ -41,7 +39,22 @@ from lipgan.penalties import GradientNormPenalty, interpolate, per_example_gradi
 
 
 class GradientPenalty(GradientNormPenalty):
-    """λ·(‖∇D(x̂)‖ − γ)²/γ² at random interpolates x̂ (``one_sided`` penalizes only ‖∇D‖ > γ)."""
+    """λ·(‖∇D(x̂)‖ − γ)²/γ² at random interpolates x̂ (``one_sided`` penalizes only ‖∇D‖ > γ).
+
+    Args:
+        weight: λ, >= 0 (WGAN-GP's 10 by default; the toy configs use 0.1).
+        target: γ, the gradient norm aimed at, > 0.
+        one_sided: penalize only gradient norms above γ.
+        drift: ε_drift of ProGAN's drift term ε_drift·D(real)², >= 0 (0: off).
+        fast_relu: ``'auto'`` (default), True or False: swap the critic's (leaky) ReLUs for ones
+            whose second derivative is declared zero, an exact speed-up of the double backprop
+            (:class:`lipgan.penalties.GradientNormPenalty`).
+        every: apply the penalty, scaled by ``every``, on every ``every``-th critic update only
+            (lazy regularization; 1: every update).
+
+    Raises:
+        ValueError: a negative weight or drift, a target <= 0, or ``every`` not an integer >= 1.
+    """
 
     name = "gradient_penalty"
     description = (

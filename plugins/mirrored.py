@@ -12,7 +12,16 @@ from lipgan.strategy import split_host_cpu
 
 
 class Mirrored(StrategyPlugin):
-    """MirroredStrategy over all local GPUs, explicit ``devices``, or ``logical_cpus`` CPU splits."""
+    """MirroredStrategy over all local GPUs, explicit ``devices``, or ``logical_cpus`` CPU splits.
+
+    Args:
+        logical_cpus: split the host CPU into this many logical devices, one replica each (must
+            happen before the process's first TensorFlow work); None uses the GPUs.
+        devices: the devices to replicate on (``['/gpu:0', '/gpu:1']``); None: all local GPUs.
+
+    Raises:
+        ValueError: ``logical_cpus < 1``.
+    """
 
     name = "mirrored"
     description = "Synchronous replicas on one host: all GPUs, or the CPU split into logical_cpus."

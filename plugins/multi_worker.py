@@ -215,7 +215,17 @@ def is_chief_task(config: dict) -> bool:
 
 
 class MultiWorker(StrategyPlugin):
-    """MultiWorkerMirroredStrategy over the cluster in TF_CONFIG (collectives: ring, nccl, auto)."""
+    """MultiWorkerMirroredStrategy over the cluster in TF_CONFIG (collectives: ring, nccl, auto).
+
+    Args:
+        communication: the collectives' implementation: ``'auto'``, ``'ring'`` or ``'nccl'``.
+        timeout_seconds: a bound on each collective once the cluster is up; None: no bound.
+        connect_timeout: seconds to wait for every worker of TF_CONFIG to answer lipgan's
+            handshake; what is left of it also bounds TensorFlow's own cluster start.
+
+    Raises:
+        ValueError: an unknown ``communication``.
+    """
 
     name = "multi_worker"
     description = "Synchronous replicas across hosts (MultiWorkerMirroredStrategy, TF_CONFIG)."

@@ -69,7 +69,15 @@ class ReplicaSyncedSpectralNormalization(keras.layers.SpectralNormalization):
 
 
 class SpectralNorm(Constraint):
-    """Normalize each Dense/Conv kernel of the critic by its largest singular value."""
+    """Normalize each Dense/Conv kernel of the critic by its largest singular value.
+
+    Args:
+        power_iterations: power-iteration steps per training call that update the estimate of
+            each kernel's largest singular value, >= 1.
+
+    Raises:
+        ValueError: ``power_iterations < 1``.
+    """
 
     name = "spectral_norm"
     description = (

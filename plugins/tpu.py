@@ -37,7 +37,15 @@ def _check_reachable(address: str, timeout: float) -> None:
 
 
 class TPU(StrategyPlugin):
-    """TPUStrategy with a connection timeout and one-line errors."""
+    """TPUStrategy with a connection timeout and one-line errors.
+
+    Args:
+        address: ``'local'`` (a TPU VM's own chips), a TPU name or a ``grpc://`` address; None
+            uses ``TPU_NAME``, else the local chips if there are any.
+        connect_timeout: seconds to wait for the TPU to connect and initialize.
+        zone: the TPU's zone, for a named TPU outside this VM's zone.
+        project: the TPU's Cloud project, likewise.
+    """
 
     name = "tpu"
     description = "TPUStrategy on a TPU VM ('local'), a named TPU or grpc:// address (TPU_NAME)."

@@ -11,7 +11,14 @@ from lipgan import Constraint, hookimpl
 
 
 class WeightClip(Constraint):
-    """Clip every critic variable to [-c, c] after each critic update."""
+    """Clip every critic variable to [-c, c] after each critic update.
+
+    Args:
+        c: the clipping bound, > 0.
+
+    Raises:
+        ValueError: ``c <= 0``.
+    """
 
     name = "weight_clip"
     description = (

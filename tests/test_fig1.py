@@ -138,7 +138,7 @@ def test_rows_in_worker_processes_give_the_serial_numbers():
 @pytest.mark.slow
 def test_bjorck_rows_in_worker_processes_end_certified_and_match_the_in_process_rows():
     """A ``--jobs 2`` run once reported Björck rows with Lipschitz estimates 1.02–1.03
-    (docs/fig1.md). A Björck row trained in a single-threaded worker process must end with the
+    (CHANGELOG.md, Fixed). A Björck row trained in a single-threaded worker process must end with the
     critic it reports certified (SVD bound ≤ 1 + 1e-3), its estimate and gradient norms under
     that bound, and the numbers of the same row run in this process up to float rounding."""
     s = dataclasses.replace(fig1.QUICK, a_steps=40, a_width=64, grid=8, points=64)
@@ -160,8 +160,8 @@ def test_bjorck_rows_in_worker_processes_end_certified_and_match_the_in_process_
 
 
 def test_a_worker_that_ran_other_code_fails_the_run_in_one_line(tmp_path):
-    """Rows computed by code edited after the run began must not pass silently (docs/fig1.md:
-    the parallel run whose Björck rows the committed code does not reproduce)."""
+    """Rows computed by code edited after the run began must not pass silently (CHANGELOG.md,
+    Fixed: the parallel run whose Björck rows the committed code does not reproduce)."""
     from lipgan.errors import ConfigError
 
     (tmp_path / "pkg").mkdir()

@@ -1,5 +1,5 @@
-"""How far a Fig. 1a critic is from its own step-N self along the way (docs/fig1.md, "Where the time
-goes": why 600 critic steps per 1a row).
+"""How far a Fig. 1a critic is from its own step-N self along the way (why 600 critic steps per 1a
+row: docs/fig1.md; the measurements: benchmarks/RESULTS.md, "`lipgan reproduce fig1`").
 
     python benchmarks/fig1_rows/convergence.py 25gaussians gradient_penalty,bjorck,aol \\
         300,400,500,600,700,800,1000

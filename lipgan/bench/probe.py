@@ -37,11 +37,10 @@ def layer_matmul_flops_per_s(kernels, batch: int, min_seconds: float = 1.0) -> f
     """GFLOP/s·1e9 of ``x@W``, ``dy@Wᵀ`` and ``xᵀ@dy`` for every 2-D kernel shape ``(k, n)``.
 
     Timed as plain ``tf.function`` (TensorFlow's own MatMul kernels) on variables (nothing to
-    constant-fold), each product materialized and one element of it read. An earlier probe summed
-    whole products inside one XLA cluster; XLA fused the sums into the dots, and on a 2-core AMD EPYC
-    the probe ran at about half of what the toy GP iteration itself reached (benchmarks/toy,
-    "% probe" 216 %), so it was no limit. (No XLA variant: its simplifier may rewrite a slice of a
-    dot into a smaller dot.)
+    constant-fold), each product materialized and one element of it read. Not as whole products
+    summed inside one XLA cluster: XLA fuses the sums into the dots, and such a probe ran far below
+    what the toy GP iteration itself reached, so it was no limit (benchmarks/RESULTS.md). (No XLA
+    variant: its simplifier may rewrite a slice of a dot into a smaller dot.)
 
     None when the model has other kernels too (convolutions): the probe would then time only part
     of its work, and a row's "fraction of probe" would not mean what its name says.

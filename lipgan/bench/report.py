@@ -13,9 +13,9 @@ def machine() -> dict:
     """What the figures were measured on: CPU model, its widest matmul instructions and count,
     accelerators, TF and Keras versions.
 
-    The model name alone does not say it: this project's 2-core "AMD EPYC" machines come with and
-    without AVX-512 (one without measured 87 GFLOP/s on a 2048² float32 matmul; one with it
-    was quoted at ~400), and native bf16 exists only on the former.
+    The model name alone does not say it: machines sold under one CPU model name come with and
+    without AVX-512, with very different float32 matmul peaks (benchmarks/RESULTS.md), and native
+    bf16 exists only on the former.
     """
     import os
 

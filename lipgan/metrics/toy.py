@@ -117,11 +117,10 @@ def wasserstein1(x, y) -> float:
 
     Solved as a transport problem by POT's network simplex (``ot.emd2``), not as an assignment
     by ``scipy.optimize.linear_sum_assignment``: both find the same optimum (tests/test_toy_metrics.py
-    checks them against each other), but the assignment solver's time depends on the samples. At
-    n = 2,500 it took 1.3 CPU-s for a sample near the data and 10-15 CPU-s for a collapsed or
-    translated one, where the network simplex took 0.9-1.8 CPU-s for every pair
-    (benchmarks/w1_solver, benchmarks/RESULTS.md). Every evaluation of an early, failed or
-    smoke-test run, and every reference row of a study report, is such a far pair.
+    checks them against each other), but the assignment solver's time grows with the distance
+    between the samples, where the network simplex's hardly changes (benchmarks/w1_solver;
+    benchmarks/RESULTS.md, "Exact W1"). Every evaluation of an early, failed or smoke-test run,
+    and every reference row of a study report, is such a far pair.
     """
     import ot
     from scipy.spatial.distance import cdist
@@ -144,7 +143,7 @@ def wasserstein1(x, y) -> float:
     return float(value)
 
 
-#: Independent real-vs-real pairs averaged in :func:`w1_floor` (one pair's W1 varies by ~20 % at n = 2048).
+#: Independent real-vs-real pairs averaged in :func:`w1_floor` (one pair alone is too noisy).
 FLOOR_PAIRS = 3
 
 
@@ -169,8 +168,8 @@ def w1_floor(toy_set: str, n: int, seed: int = 0) -> float:
 
 def w1_floor_stats(toy_set: str, n: int, pairs: int = 30, seed: int = 0) -> dict:
     """The W1 floor of ``toy_set`` at size ``n`` with its standard error: the mean exact W1 over
-    ``pairs`` independent real-vs-real pairs (one pair varies by ~20 %, so 3 pairs give no usable
-    error bar). ``{'mean', 'se', 'pairs', 'n'}``; deterministic in its arguments."""
+    ``pairs`` independent real-vs-real pairs (one pair is noisy, so 3 pairs give no usable error
+    bar; docs/metrics.md). ``{'mean', 'se', 'pairs', 'n'}``; deterministic in its arguments."""
     from lipgan.data.toy import SAMPLERS
 
     if toy_set not in SAMPLERS:
@@ -191,7 +190,7 @@ def w1_floor_stats(toy_set: str, n: int, pairs: int = 30, seed: int = 0) -> dict
 def sliced_wasserstein1(x, y, projections: int = 128, seed: int = 0) -> float:
     """Sliced W1: the mean over ``projections`` random unit directions θ of the exact 1-D W1
     between ⟨x, θ⟩ and ⟨y, θ⟩ (sorted differences; equal sizes). A cheap curve-time stand-in for
-    :func:`wasserstein1` (milliseconds instead of seconds at n = 2,500); it is a lower bound on W1
+    :func:`wasserstein1` (far cheaper at the protocol's n = 2,500); it is a lower bound on W1
     (projection is 1-Lipschitz), so it is compared with itself only, never with the exact W1.
     The directions are fixed by ``seed``, so two calls on the same samples agree."""
     x = _points(x, "x")

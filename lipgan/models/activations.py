@@ -32,8 +32,8 @@ def max_min(x):
 
     Each output is *selected* from ``x`` or its pair-swapped copy, so the values are exactly the
     min and max and the Jacobian is a permutation (the identity on a pair at a tie). Full-width
-    passes only: the earlier form (strided slices of the pairs, ``minimum``/``maximum``, a stack)
-    took ~1.8× as long forward and backward, most of it in the strided slices' gradients.
+    passes only: strided slices of the pairs with ``minimum``/``maximum`` and a stack give the same
+    values but are much slower forward and backward, most of it in the strided slices' gradients.
     """
     swapped = _swap_pairs(x)
     odd = ops.convert_to_tensor([False, True] * (x.shape[-1] // 2))

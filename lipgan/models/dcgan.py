@@ -46,12 +46,24 @@ def dcgan_critic(
 
     ``activation``: ``leaky_relu`` (slope 0.2, the default), ``relu``, ``groupsort`` (over channel
     groups of ``group_size``) or ``maxmin`` (:mod:`lipgan.models.activations`).
+
+    Args:
+        data_shape: ``(size, size, channels)`` with size 8, 16, 32, 64, ...
+        dim: channels of the first conv; each further stage doubles them.
+        activation: ``'leaky_relu'``, ``'relu'``, ``'groupsort'`` or ``'maxmin'``.
+        group_size: GroupSort's group size (``activation='groupsort'`` only).
+
+    Returns:
+        A ``keras.Sequential`` mapping ``[b, size, size, channels]`` to ``[b, 1]``.
+
+    Raises:
+        ValueError: the images are not square with a power-of-two size of at least 8.
     """
     n, c = _stages(data_shape, "dcgan_critic")
     size = 4 * 2**n
     layers = [keras.Input(shape=(size, size, c))]
     for i in range(n):
-        if activation == "leaky_relu":  # the default, built exactly as before
+        if activation == "leaky_relu":  # the default: Keras' own layer, with its default name
             act = keras.layers.LeakyReLU(0.2)
         else:
             act = activation_layer(activation, group_size=group_size, layer_name=f"act_{i}")
@@ -61,7 +73,19 @@ def dcgan_critic(
 
 
 def dcgan_generator(data_shape, latent_dim: int = 128, dim: int = 64) -> keras.Model:
-    """Transposed-conv generator ``latent_dim -> 4x4x(dim·2^(n-1)) -> ... -> size x size x C`` in [-1, 1]."""
+    """Transposed-conv generator ``latent_dim -> 4x4x(dim·2^(n-1)) -> ... -> size x size x C`` in [-1, 1].
+
+    Args:
+        data_shape: ``(size, size, channels)`` with size 8, 16, 32, 64, ...
+        latent_dim: the size of the noise it maps.
+        dim: channels of the last transposed conv before the output; each earlier stage doubles them.
+
+    Returns:
+        A ``keras.Sequential`` mapping ``[b, latent_dim]`` to ``[b, size, size, channels]`` (tanh).
+
+    Raises:
+        ValueError: the images are not square with a power-of-two size of at least 8.
+    """
     n, c = _stages(data_shape, "dcgan_generator")
     top = dim * 2 ** (n - 1)
     layers = [

@@ -60,6 +60,20 @@ def mlp_critic(
     ``activation``: ``relu`` (default), ``leaky_relu``, ``groupsort`` (groups of ``group_size``) or
     ``maxmin`` (GroupSort with groups of 2), the norm-preserving choice for orthonormal critics
     (:mod:`lipgan.models.activations`).
+
+    Args:
+        data_shape: the shape of one example, ``(d,)``.
+        width: units per hidden layer.
+        depth: hidden layers.
+        kernel_initializer: a Keras initializer name for every Dense kernel.
+        activation: ``'relu'``, ``'leaky_relu'``, ``'groupsort'`` or ``'maxmin'``.
+        group_size: GroupSort's group size (``activation='groupsort'`` only).
+
+    Returns:
+        A ``keras.Sequential`` mapping ``[b, d]`` to one score per example, ``[b, 1]``.
+
+    Raises:
+        ValueError: ``data_shape`` is not flat.
     """
     if len(data_shape) != 1:
         raise ValueError(f"mlp_critic expects flat data, got shape {tuple(data_shape)}")
@@ -75,5 +89,17 @@ def mlp_generator(
     depth: int = 3,
     kernel_initializer: str = "glorot_uniform",
 ) -> keras.Model:
-    """ReLU MLP generator ``latent_dim -> width x depth -> prod(data_shape)``."""
+    """ReLU MLP generator ``latent_dim -> width x depth -> prod(data_shape)``.
+
+    Args:
+        data_shape: the shape of one example to generate.
+        latent_dim: the size of the noise it maps.
+        width: units per hidden layer.
+        depth: hidden layers.
+        kernel_initializer: a Keras initializer name for every Dense kernel.
+
+    Returns:
+        A ``keras.Sequential`` mapping ``[b, latent_dim]`` noise to ``[b, prod(data_shape)]``
+        (linear output).
+    """
     return _mlp(latent_dim, math.prod(data_shape), width, depth, "generator", kernel_initializer)

@@ -57,7 +57,18 @@ def _check(data_shape, who: str):
 
 
 def resnet_critic(data_shape, dim: int = 128) -> keras.Model:
-    """Residual critic for 32x32xC images (no normalization), one score per example."""
+    """Residual critic for 32x32xC images (no normalization), one score per example.
+
+    Args:
+        data_shape: ``(32, 32, channels)``.
+        dim: channels of every residual block.
+
+    Returns:
+        A ``keras.Model`` mapping ``[b, 32, 32, channels]`` to ``[b, 1]``.
+
+    Raises:
+        ValueError: the images are not 32x32.
+    """
     c = _check(data_shape, "resnet_critic")
     inputs = keras.Input(shape=(32, 32, c))
     # The "optimized" first block: no activation before the first conv.
@@ -78,7 +89,19 @@ def resnet_critic(data_shape, dim: int = 128) -> keras.Model:
 
 
 def resnet_generator(data_shape, latent_dim: int = 128, dim: int = 128) -> keras.Model:
-    """Residual generator ``latent_dim -> 32x32xC`` in [-1, 1]."""
+    """Residual generator ``latent_dim -> 32x32xC`` in [-1, 1].
+
+    Args:
+        data_shape: ``(32, 32, channels)``.
+        latent_dim: the size of the noise it maps.
+        dim: channels of every residual block.
+
+    Returns:
+        A ``keras.Model`` mapping ``[b, latent_dim]`` to ``[b, 32, 32, channels]`` (tanh).
+
+    Raises:
+        ValueError: the images are not 32x32.
+    """
     c = _check(data_shape, "resnet_generator")
     z = keras.Input(shape=(latent_dim,))
     h = keras.layers.Dense(4 * 4 * dim, name="project")(z)

@@ -15,8 +15,8 @@
 
 The constraints are lipgan's plugins (``WeightClip``, ``GradientPenalty``), the models lipgan's MLPs
 and the 1b training loop lipgan's :class:`~lipgan.engine.WGAN`. The paper gives no iteration counts
-for Fig. 1 (1a's critics are "trained to optimality"); ours are chosen so that the full run fits in
-8 min on 2 idle CPU cores; see ``docs/fig1.md``. ``quick=True`` is a small variant (width-128 1b nets, 5 iterations) that still shows the 1b result.
+for Fig. 1 (1a's critics are "trained to optimality"); ours are chosen so that the full run takes
+minutes, not hours, on 2 CPU cores; see ``docs/fig1.md``. ``quick=True`` is a small variant (width-128 1b nets, 5 iterations) that still shows the 1b result.
 """
 
 from __future__ import annotations
@@ -48,10 +48,9 @@ class Settings:
     batch_size: int = 256
     seed: int = 0
     # 1a: critic-only training against the fixed generator
-    # 600, not the earlier 1,000: the certified critics' surfaces change by <= 3-6 % (relative L2)
-    # from step 600 to 1,000, and the GP critic's (lr 1e-3) fluctuates by 16-30 % between any
-    # two of steps 500-1,000 without settling, so the extra steps bought no closer optimum
-    # (docs/fig1.md, "Where the time goes").
+    # 600: beyond it the certified critics' surfaces hardly change and the GP critic's (lr 1e-3)
+    # fluctuates without settling, so more steps buy no closer optimum (docs/fig1.md, "600 critic
+    # steps for 1a"; benchmarks/fig1_rows/convergence.py).
     a_steps: int = 600
     a_width: int = 512
     a_depth: int = 3
@@ -63,9 +62,9 @@ class Settings:
     a_gp_lr: float = 1e-3
     a_clip_lr: float = 1e-3
     a_clip_c: float = 0.01
-    # XLA for the 1a training call: per critic step 26-28 % cheaper than tf.function for GP and
-    # AOL, 7 % for clipping, the same for Björck, for 2-4 s of compilation per row (docs/fig1.md,
-    # "Where the time goes"; benchmarks/fig1_rows/run.py).
+    # XLA for the 1a training call: cheaper per critic step than tf.function for GP and AOL, no
+    # dearer for clipping and Björck, for a few seconds of compilation per row
+    # (benchmarks/fig1_rows/run.py; benchmarks/RESULTS.md, "`lipgan reproduce fig1`").
     a_jit_compile: bool = True
     grid: int = 128
     lim: float = 3.0
@@ -78,8 +77,8 @@ class Settings:
     b_gp_lr: float = 1e-4
     b_init: str = "he_uniform"  # the official code's 'he' initialization of ReLU layers
     # tf.function, not XLA, for the 1b WGAN: XLA made an iteration of the 12-layer step no
-    # cheaper (1.93 against 1.80 CPU-s) and its first call cost 51 instead of 24 CPU-s
-    # (docs/fig1.md, "Where the time goes").
+    # cheaper and doubled the cost of its first call (benchmarks/RESULTS.md, "`lipgan reproduce
+    # fig1`").
     b_jit_compile: bool = False
     # RMSProp moves each weight by ~lr per step: 1e-3 lets 250 critic steps push weights to ±c,
     # where the paper's 5e-5 would need the paper's (much longer, unstated) training.
@@ -92,7 +91,7 @@ class Settings:
 
 FULL = Settings()
 #: For tests and smoke runs: 1b on width-128 nets for 5 iterations of one critic step each; 1a
-#: without XLA, whose 2-4 s of compilation per row 100 steps do not pay back.
+#: without XLA, whose compilation per row 100 steps do not pay back.
 QUICK = Settings(
     a_steps=100,
     grid=64,
@@ -152,9 +151,9 @@ def critic_trainer(kind: str, s: Settings):
     returns the last step's loss.
 
     One call runs every step (a ``tf.range`` loop, as lipgan's engine runs
-    ``steps_per_execution`` iterations per call): a step of these small critics takes a few tens
-    of milliseconds, and a Python call, argument conversion and dispatch per step cost about a
-    tenth of it (docs/fig1.md, "Where the time goes"). ``s.a_jit_compile`` chooses XLA or plain
+    ``steps_per_execution`` iterations per call): the steps of these small critics are short
+    enough that a Python call, argument conversion and dispatch per step are a noticeable share of
+    them (benchmarks/RESULTS.md, "`lipgan reproduce fig1`"). ``s.a_jit_compile`` chooses XLA or plain
     ``tf.function`` for that call.
     """
     import keras
@@ -393,9 +392,9 @@ def check_fig1b(result: dict) -> list[str]:
 # -- running the rows ----------------------------------------------------------------------------
 #: Every panel of the figure as an independent task, the costliest first: the pool's workers take
 #: them in this order, which makes it longest-processing-time-first scheduling (each row ends
-#: at most one row's time after the other worker's). Measured CPU-s per row (docs/fig1.md):
-#: 12-layer WGANs ~115 each (GP's double backprop more), then the 1a rows Björck, AOL, GP,
-#: clipping (~60, 50, 40, 30 at 600 steps).
+#: at most one row's time after the other worker's). The 12-layer WGANs cost the most (GP's
+#: double backprop more), then the 1a rows Björck, AOL, GP and clipping (benchmarks/RESULTS.md,
+#: "`lipgan reproduce fig1`").
 ROWS = tuple(("b", kind, c) for kind, c in reversed(FIG1B_CONFIGS)) + tuple(
     ("a", toy_set, kind)
     for kind in ("bjorck", "aol", "gradient_penalty", "weight_clip")
@@ -423,7 +422,7 @@ def source_digest(roots=None) -> str:
     tree edited while a parallel run starts its workers gives rows computed by other code than
     the rest, with nothing in the output to show it: the likely cause of a run's three Björck rows
     above their certified bound, which the committed code, deterministic in a single-threaded
-    worker, does not reproduce (docs/fig1.md). :func:`run_tasks` compares each worker's digest,
+    worker, does not reproduce (CHANGELOG.md, Fixed). :func:`run_tasks` compares each worker's digest,
     taken right after its imports, with its own.
     """
     import hashlib

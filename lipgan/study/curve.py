@@ -10,8 +10,8 @@ samples:
   :func:`lipgan.evaluation.generate` with the run's seed), so the curve's last point *is* the
   final result on these three;
 * ``sliced_w1``: :func:`lipgan.metrics.toy.sliced_wasserstein1` against one fixed real sample from
-  the set's own sampler (numpy, no TF pipeline): milliseconds, where the exact W1 costs ~1.5 s of
-  CPU at n = 2,500. The exact W1 is computed once, at the end.
+  the set's own sampler (numpy, no TF pipeline): far cheaper than the exact W1 at n = 2,500,
+  which is computed once, at the end.
 
 Nothing here touches the training: the samples come from a stateless noise and the generator's
 ``training=False`` call, the real sample from a private numpy generator, so a cell trains the same

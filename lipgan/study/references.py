@@ -1,7 +1,7 @@
 """Reference rows: samplers that learn nothing, scored like the cells, and the W1 floor.
 
 A constraint's row means something only beside what no training at all achieves on the same
-metrics, sample count and seeds (at 300 iterations uniform noise beat every grid row):
+metrics, sample count and seeds (a short run can score below uniform noise):
 
 * **real data**: the data set's own sampler (the ceiling; its W1 is a floor);
 * **uniform on the bounding box**: of the mode centres for the Gaussian mixtures ([−1, 1]² for
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-#: Real-vs-real pairs behind a study's W1 floor (one exact W1 at n = 2,500 costs ~1 s of CPU).
+#: Real-vs-real pairs behind a study's W1 floor (each pair is one exact W1 at n = 2,500).
 FLOOR_PAIRS = 30
 #: ... and behind a smoke test's (``--quick``: its report holds no results, its floor neither).
 SMOKE_FLOOR_PAIRS = 3
