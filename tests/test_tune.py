@@ -3,6 +3,7 @@ the EMA split of the replicates, the expected best of k, and a tiny tuned study 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -183,17 +184,16 @@ def test_a_constraint_without_space_or_a_data_set_it_cannot_tune_is_one_line(tmp
     assert not (tmp_path / "x").exists()
 
 
-TINY_TUNE = [
-    "--dataset", "8gaussians", "--constraint", "gradient_penalty", "--constraint", "weight_clip",
-    "--configs", "2", "--search-steps", "10", "--seeds", "1", "--steps", "20", "--eval-every", "10",
-]  # fmt: skip
-
-
 @pytest.mark.slow
 def test_a_tiny_tuned_study_end_to_end_then_resumed(tmp_path):
+    from lipgan.study.executors import LocalExecutor
+
     out = tmp_path / "tuned"
-    first = CliRunner().invoke(cli, ["tune", *TINY_TUNE, "--out", str(out), "--jobs", "2"])
-    assert first.exit_code == 0, first.output
+    spec = tune.TuneSpec(
+        ("gradient_penalty", "weight_clip"), ("8gaussians",), configs=2, search_steps=10,
+        seeds=1, steps=20, eval_every=10, eval_samples=1000,
+    )  # fmt: skip
+    tune.run_tune(spec, out, executor=LocalExecutor(2))
     chosen = json.loads((out / "chosen.json").read_text())
     assert {(c["dataset"], c["constraint"]) for c in chosen} == {
         ("8gaussians", "gradient_penalty"),
@@ -218,10 +218,10 @@ def test_a_tiny_tuned_study_end_to_end_then_resumed(tmp_path):
     assert "| gradient_penalty +EMA |" in study and "| weight_clip |" in study
     for name in ("tune.png", "final/study.png"):
         assert (out / name).stat().st_size > 10_000
-    # the same command again runs nothing and writes the same report
-    again = CliRunner().invoke(cli, ["tune", *TINY_TUNE, "--out", str(out), "--quiet"])
-    assert again.exit_code == 0, again.output
+    # the same call again runs nothing and writes the same report
+    again = tune.run_tune(spec, out, executor=LocalExecutor(2))
     assert json.loads((out / "tune.json").read_text())["final"]["8gaussians"] == final
+    assert len(again.final) == 2
     # a spec that differs is refused (its cells would not match), as a study's
-    other = CliRunner().invoke(cli, ["tune", *TINY_TUNE, "--configs", "3", "--out", str(out)])
-    assert other.exit_code == 1 and "--force" in other.output
+    with pytest.raises(ConfigError, match="--force"):
+        tune.run_tune(dataclasses.replace(spec, configs=3), out)
