@@ -88,8 +88,14 @@ def build(spec, engine=WGAN):
         data_shape=(2,),
         # Replica invariance, not XLA (test_distributed compares XLA with tf.function): 'auto'
         # would XLA-compile the one-replica layout only.
+        # Generator EMA on (it changes no update): its copies must agree across replicas too.
         config=StepConfig(
-            global_batch_size=GLOBAL_BATCH, n_critic=N_CRITIC, seed=7, jit_compile=False
+            global_batch_size=GLOBAL_BATCH,
+            n_critic=N_CRITIC,
+            seed=7,
+            jit_compile=False,
+            ema_decay=0.5,
+            ema_start=1,
         ),
     )
 
@@ -114,6 +120,8 @@ def main():
             "critic_weights": [v.numpy().tolist() for v in wgan.critic.trainable_variables],
             "generator_weights": [v.numpy().tolist() for v in wgan.generator.trainable_variables],
             "non_trainable": [v.numpy().tolist() for v in wgan.critic.non_trainable_variables],
+            "generator_ema": [v.numpy().tolist() for v in wgan.generator_ema.weights],
+            "drift": wgan.replica_drift()[0],
         }
         if name == PER_REPLICA_MEAN_SPEC:  # one constraint shows the mistake; a trace costs seconds
             naive_grads, _ = build(name, PerReplicaMean).critic_gradients(

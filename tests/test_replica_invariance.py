@@ -48,6 +48,8 @@ def test_replica_count_does_not_change_the_numbers(layouts, layout, constraint):
     assert_same(actual["critic_weights"], expected["critic_weights"], "critic weight")
     assert_same(actual["generator_weights"], expected["generator_weights"], "generator weight")
     assert_same(actual["non_trainable"], expected["non_trainable"], "critic non-trainable")
+    assert_same(actual["generator_ema"], expected["generator_ema"], "generator EMA weight")
+    assert actual["drift"] == 0.0  # every replica's copy of every weight (EMA included) agrees
 
 
 @pytest.mark.slow
