@@ -68,12 +68,13 @@ def test_the_tiny_tuned_study_on_ray_tune_equals_the_local_one(ray_address, tmp_
 
 
 def _run_dirs(out: Path) -> list[Path]:
-    spec = tune.TuneSpec(("gradient_penalty",), ("8gaussians",), 2, 3000, 1, 20, 10)
+    spec = tune.TuneSpec(("gradient_penalty",), ("8gaussians",), 3, 3000, 1, 20, 10)
     return [cell_dir(out / "search", cell) for cell in tune.search_cells(spec)]
 
 
 def _driver(out: Path, address: str) -> list[str]:
     args = ["-c", CLI, "tune", *TINY, "--search-steps", "3000", "--out", str(out)]
+    args += ["--configs", "3"]  # three trials on two CPUs: one waits for a free CPU
     args += ["--executor", "tune", "--ray-address", address]
     # small models, checkpoints only on a stop: a stopped trial shows where it resumed from
     for binding in ("mlp_critic.width=16", "mlp_generator.width=16", "train.global_batch_size=32"):
@@ -106,7 +107,7 @@ def test_a_stopped_or_killed_tune_driver_resumes_with_the_same_command(ray_addre
     args = _driver(out, ray_address)
     run_dirs = _run_dirs(out)
     proc = start_python(*args)
-    _wait_until_logged(run_dirs, proc)
+    _wait_until_logged(run_dirs[:2], proc)
     proc.send_signal(getattr(signal, how))
     stopped = finish(proc, timeout=HANG_S)
     if how == "SIGTERM":
@@ -114,6 +115,8 @@ def test_a_stopped_or_killed_tune_driver_resumes_with_the_same_command(ray_addre
         last = stopped.stderr.strip().splitlines()[-1]
         assert "run the same command again to resume" in last, last
         assert not list((out / "search").glob("ray_tune/*"))
+        # the waiting trial never trained: Tune starts nothing once the driver is stopping
+        assert not (run_dirs[2] / "metrics.jsonl").exists()
     else:
         assert stopped.returncode == -signal.SIGKILL
         assert list((out / "search").glob("ray_tune/*"))  # left for Tuner.restore

@@ -57,11 +57,12 @@ def experiment_name(out: Path, cells: list[Cell]) -> str:
 
 def tune_trial(config: dict) -> None:
     """A Tune trial (function trainable): one cell, stopped when the driver's flag is set."""
+    import ray
     from ray import tune
 
     flag = config["stop_flag"]
-    import ray
-
+    if ray.get(flag.is_set.remote()):  # a trial Tune starts while the study stops: no run
+        return
     payload = run_cell_task(
         config["storage"],
         config["cell"],
@@ -81,6 +82,28 @@ def _trial_name(trial) -> str:
 
 def _trial_dirname(trial) -> str:
     return f"trial_{trial.trial_id}"
+
+
+#: Experiments whose driver was asked to stop (read by :class:`StopAll` in the driver process).
+_STOPPING: set[str] = set()
+
+
+def _stop_all_class():
+    """:class:`ray.tune.Stopper` that ends the whole experiment once its driver was asked to stop,
+    so that Tune starts no further trial (defined on first use: Ray Tune is optional)."""
+    from ray import tune
+
+    class StopAll(tune.Stopper):
+        def __init__(self, experiment: str):
+            self.experiment = experiment
+
+        def __call__(self, trial_id, result) -> bool:
+            return False
+
+        def stop_all(self) -> bool:
+            return self.experiment in _STOPPING
+
+    return StopAll
 
 
 class StopFlag:
@@ -115,7 +138,12 @@ class TuneExecutor(RayExecutor):
             ) from None
 
     def start(self) -> None:
+        import logging
+
         os.environ.update(TUNE_ENV)
+        # Tune's warnings about trials with no result (those a stop request kept from starting):
+        # the study's own lines say which runs are unfinished.
+        logging.getLogger("ray.tune").setLevel(logging.ERROR)
         super().start()
 
     def _tune_resources(self) -> dict:
@@ -157,6 +185,7 @@ class TuneExecutor(RayExecutor):
                         name=name,
                         storage_path=str(storage / TUNE_DIR),
                         failure_config=tune.FailureConfig(max_failures=RAY_MAX_RETRIES),
+                        stop=_stop_all_class()(name),
                         verbose=0,
                     ),
                 )
@@ -173,7 +202,8 @@ class TuneExecutor(RayExecutor):
             pending = list(cells)
             while thread.is_alive():
                 if self.signum is not None and not self._stop_sent:
-                    flag.set.remote()
+                    flag.set.remote()  # running trials stop their runs (a checkpoint each)
+                    _STOPPING.add(name)  # and Tune starts no other
                     self._stop_sent = True
                 thread.join(timeout=0.5)
                 if storage == out:  # a shared study dir: each cell lands as its trial ends
@@ -188,6 +218,8 @@ class TuneExecutor(RayExecutor):
                 grid = None
             reported = {}
             for entry in grid or ():
+                if not entry.config:  # a trial Tune never started (the study was stopping)
+                    continue
                 cell = Cell.from_dict(entry.config["cell"])
                 reported[cell.name] = self._land_trial(out, cell, entry.metrics or {}, entry.error)
             for cell in pending:  # trials that ended before a restore read back from the dir
@@ -196,6 +228,7 @@ class TuneExecutor(RayExecutor):
             # run them again): nothing of this experiment is left to restore.
             shutil.rmtree(path, ignore_errors=True)
         finally:
+            _STOPPING.discard(name)
             ray.kill(flag)
             if self._owned:
                 ray.shutdown()
