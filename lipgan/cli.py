@@ -61,38 +61,10 @@ def _fail(message: str) -> None:
 
 
 def _import_tensorflow(verbose: bool) -> None:
-    """Import TensorFlow once, hiding the C++ start-up chatter (CUDA probing) unless --verbose.
+    """Import TensorFlow once, hiding its C++ start-up chatter unless --verbose (:mod:`lipgan.quiet_tf`)."""
+    from lipgan.quiet_tf import import_tensorflow
 
-    The chatter is written by native code before TF's log level applies, so it can only be silenced
-    at the file-descriptor level, and only for the duration of the import.
-    """
-    if verbose or "tensorflow" in sys.modules:
-        import tensorflow  # noqa: F401
-
-        return
-    try:
-        fd = sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):  # captured stderr (tests): nothing to hide
-        fd = None
-    saved = os.dup(fd) if fd is not None else None
-    if saved is not None:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, fd)
-        os.close(devnull)
-    try:
-        import tensorflow  # noqa: F401
-    finally:
-        if saved is not None:
-            os.dup2(saved, fd)
-            os.close(saved)
-    import logging
-
-    import absl.logging
-
-    absl.logging.set_verbosity(absl.logging.ERROR)
-    # TensorFlow's Python warnings (e.g. "unrestored values" after a refused checkpoint) would
-    # follow lipgan's one-line error; --verbose shows them.
-    logging.getLogger("tensorflow").setLevel(logging.ERROR)
+    import_tensorflow(verbose)
 
 
 def _discover(disabled):
@@ -166,6 +138,7 @@ def configurable_error(text: str, summary: str) -> str:
 def cli(ctx: click.Context, verbose: bool) -> None:
     """lipgan: Wasserstein GANs with pluggable Lipschitz constraints."""
     verbose = verbose or "--verbose" in sys.argv[1:]  # also accepted after the command name
+    ctx.meta["lipgan.verbose"] = verbose  # for commands whose worker processes import TF
     if not verbose:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     if ctx.invoked_subcommand is not None and "--help" not in sys.argv[1:]:
