@@ -17,6 +17,48 @@ from click.testing import CliRunner
 #: to run 8 steps, and a 6-spec replica probe over 10 minutes.
 HANG_S = 1800
 
+#: Seconds a wait that its own timeout bounds (a connect timeout of a few seconds, a signal acted
+#: on, a line a child writes) may take before a test calls it unbounded. A hang guard, never a
+#: speed check: generous on 2 cores shared with other jobs, yet far below what each test rules
+#: out (a wait that ignores its timeout: minutes, or forever).
+BOUNDED_S = 60
+
+
+def wait_until(condition, what: str, seconds: float = BOUNDED_S, poll: float = 0.05) -> None:
+    """Poll ``condition()`` until it holds; fail saying ``what`` did not happen after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {seconds:g} s")
+        time.sleep(poll)
+
+
+def returns_within(fn, seconds: float = BOUNDED_S):
+    """``fn()``'s value, or its exception re-raised, calling it in a daemon thread and waiting at
+    most ``seconds``: a call that its own timeout should end fails the test instead of hanging it.
+
+    Not for the CLI in-process (``lipgan run`` installs signal handlers, main thread only).
+    """
+    import threading
+
+    outcome = {}
+
+    def target():
+        try:
+            outcome["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True, name="returns-within")
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise AssertionError(f"{fn} still running after {seconds:g} s: its timeout did not end it")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 #: ``python -c CLI run ...`` runs the CLI in a fresh process.
 CLI = "import sys; from lipgan.cli import cli; cli(prog_name='lipgan')"
 
