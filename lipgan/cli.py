@@ -408,7 +408,8 @@ def sample(run_dir, num, out, seed, disabled):
     trainer, step = _load_run(run_dir, [], False, disabled, need_data=False)
     seed = trainer.seed if seed is None else seed
     samples = trainer.sample(num, seed)
-    png = evaluation.render(trainer.wgan, samples, title=f"{run_dir.name} step {step}")
+    real = _real_points(trainer, num, seed)
+    png = evaluation.render(trainer.wgan, samples, real, title=f"{run_dir.name} step {step}")
     written = [npz]
     try:
         npz.parent.mkdir(parents=True, exist_ok=True)
@@ -425,6 +426,17 @@ def sample(run_dir, num, out, seed, disabled):
             "choose a writable place"
         ) from None
     click.echo(" ".join(str(p) for p in written))
+
+
+def _real_points(trainer, n: int, seed: int):
+    """``n`` real examples to draw beside a 2-D run's samples, from the run's data; None for
+    images (a grid of samples only) and for a Python run whose data was not stored (the plot
+    says so)."""
+    from lipgan import evaluation
+
+    if trainer.wgan.data_shape != (2,) or getattr(trainer.dataset, "no_examples", False):
+        return None
+    return evaluation.real_samples(trainer.dataset, n, trainer.global_batch_size, seed)
 
 
 @cli.group(name="config")

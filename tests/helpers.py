@@ -59,6 +59,24 @@ def returns_within(fn, seconds: float = BOUNDED_S):
     return outcome["value"]
 
 
+def drawn_points(monkeypatch) -> dict:
+    """Spy on :func:`lipgan.plots.toy.draw_samples`: after a 2-D plot is drawn, ``{legend label:
+    the points drawn under it}`` of the last one (how a test sees what a PNG shows)."""
+    from lipgan.plots import toy
+
+    drawn: dict = {}
+    draw = toy.draw_samples
+
+    def spy(ax, *args, **kwargs):
+        contour = draw(ax, *args, **kwargs)
+        drawn.clear()
+        drawn.update({c.get_label(): c.get_offsets() for c in ax.collections if c.get_label()})
+        return contour
+
+    monkeypatch.setattr(toy, "draw_samples", spy)
+    return drawn
+
+
 #: ``python -c CLI run ...`` runs the CLI in a fresh process.
 CLI = "import sys; from lipgan.cli import cli; cli(prog_name='lipgan')"
 
