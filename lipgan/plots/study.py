@@ -72,7 +72,7 @@ def sample_panels(fig, panels: list[dict], real: np.ndarray) -> None:
     share of samples outside it is written in the panel); images as a grid."""
     from lipgan.plots.toy import extent
 
-    ncols = min(SAMPLE_COLUMNS, len(panels))
+    ncols = SAMPLE_COLUMNS  # even for fewer rows: a panel keeps its size, not the page's width
     axes = fig.subplots(-(-len(panels) // ncols), ncols, squeeze=False)
     for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
@@ -143,16 +143,16 @@ def bar_panels(fig, labels, row_colors, metrics, references: dict, counts: dict)
         if key == "critic_gap_ratio":
             ax.axvline(1.0, color="firebrick", lw=1, label="1-Lipschitz bound")
             top = max(top, 1.0)
-        for k, st in enumerate(stats):
-            if st and st[2]:
-                text = f"∞ in {st[2]}/{st[3]}" if math.isfinite(st[0]) else f"∞ (all {st[3]})"
-                ax.text(means[k], k, f" {text}", va="center", fontsize=FONT_SIZE - 1)
+        infinite = [(k, st) for k, st in enumerate(stats) if st and st[2]]
+        for k, st in infinite:
+            text = f"∞ in {st[2]}/{st[3]}" if math.isfinite(st[0]) else f"∞ (all {st[3]})"
+            ax.text(means[k] + errs[k], k, f" {text}", va="center", fontsize=FONT_SIZE - 1)
         full = {"modes_covered": "num_modes", "classes_covered": "num_classes"}.get(key)
         if key == "high_quality_fraction":
             top = 100.0
         elif full and counts.get(full):
             top = float(counts[full])
-        ax.set_xlim(0, (top or 1.0) * 1.08)
+        ax.set_xlim(0, (top or 1.0) * (1.3 if infinite else 1.08))  # room for the ∞ notes
         ax.set_xlabel(axis_label(key, counts))
         ax.grid(axis="x", lw=0.3)
     axes[0, 0].set_yticks(y, labels)
