@@ -405,9 +405,14 @@ def _data_factory(run_dir: Path, record: dict, need_data: bool):
             "resume it from your script (trainer.restore(run_dir), then trainer.evaluate())"
         )
     shape = record["data_shape"]
-    return lambda batch, seed: (
-        tf.data.Dataset.from_tensors(tf.zeros(shape)).repeat().batch(batch, drop_remainder=True)
-    )  # the shape only: sampling reads no data
+
+    def shape_only(batch, seed):  # sampling reads no data
+        return (
+            tf.data.Dataset.from_tensors(tf.zeros(shape)).repeat().batch(batch, drop_remainder=True)
+        )
+
+    shape_only.no_examples = True  # zeros, not the run's data: `lipgan sample` draws no real points
+    return shape_only
 
 
 def trainer_arguments(

@@ -62,38 +62,10 @@ def _fail(message: str) -> None:
 
 
 def _import_tensorflow(verbose: bool) -> None:
-    """Import TensorFlow once, hiding the C++ start-up chatter (CUDA probing) unless --verbose.
+    """Import TensorFlow once, hiding its C++ start-up chatter unless --verbose (:mod:`lipgan.quiet_tf`)."""
+    from lipgan.quiet_tf import import_tensorflow
 
-    The chatter is written by native code before TF's log level applies, so it can only be silenced
-    at the file-descriptor level, and only for the duration of the import.
-    """
-    if verbose or "tensorflow" in sys.modules:
-        import tensorflow  # noqa: F401
-
-        return
-    try:
-        fd = sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):  # captured stderr (tests): nothing to hide
-        fd = None
-    saved = os.dup(fd) if fd is not None else None
-    if saved is not None:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, fd)
-        os.close(devnull)
-    try:
-        import tensorflow  # noqa: F401
-    finally:
-        if saved is not None:
-            os.dup2(saved, fd)
-            os.close(saved)
-    import logging
-
-    import absl.logging
-
-    absl.logging.set_verbosity(absl.logging.ERROR)
-    # TensorFlow's Python warnings (e.g. "unrestored values" after a refused checkpoint) would
-    # follow lipgan's one-line error; --verbose shows them.
-    logging.getLogger("tensorflow").setLevel(logging.ERROR)
+    import_tensorflow(verbose)
 
 
 def _discover(disabled):
@@ -167,6 +139,7 @@ def configurable_error(text: str, summary: str) -> str:
 def cli(ctx: click.Context, verbose: bool) -> None:
     """lipgan: Wasserstein GANs with pluggable Lipschitz constraints."""
     verbose = verbose or "--verbose" in sys.argv[1:]  # also accepted after the command name
+    ctx.meta["lipgan.verbose"] = verbose  # for commands whose worker processes import TF
     if not verbose:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     if ctx.invoked_subcommand is not None and "--help" not in sys.argv[1:]:
@@ -436,7 +409,8 @@ def sample(run_dir, num, out, seed, disabled):
     trainer, step = _load_run(run_dir, [], False, disabled, need_data=False)
     seed = trainer.seed if seed is None else seed
     samples = trainer.sample(num, seed)
-    png = evaluation.render(trainer.wgan, samples, title=f"{run_dir.name} step {step}")
+    real = _real_points(trainer, num, seed)
+    png = evaluation.render(trainer.wgan, samples, real, title=f"{run_dir.name} step {step}")
     written = [npz]
     try:
         npz.parent.mkdir(parents=True, exist_ok=True)
@@ -453,6 +427,17 @@ def sample(run_dir, num, out, seed, disabled):
             "choose a writable place"
         ) from None
     click.echo(" ".join(str(p) for p in written))
+
+
+def _real_points(trainer, n: int, seed: int):
+    """``n`` real examples to draw beside a 2-D run's samples, from the run's data; None for
+    images (a grid of samples only) and for a Python run whose data was not stored (the plot
+    says so)."""
+    from lipgan import evaluation
+
+    if trainer.wgan.data_shape != (2,) or getattr(trainer.dataset, "no_examples", False):
+        return None
+    return evaluation.real_samples(trainer.dataset, n, trainer.global_batch_size, seed)
 
 
 @cli.group(name="config")

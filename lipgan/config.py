@@ -232,17 +232,59 @@ _LOCATION = re.compile(
 )
 
 
-def _one_line(exc: BaseException, where: str, registry: Registry) -> str:
+#: gin's words when ``ast.literal_eval`` refuses a value token (its first line is ast's repr).
+_BAD_TOKEN = re.compile(r"Failed to parse token '(?P<token>[^']*)'")
+_PARAMETER = re.compile(r"^\s*(?P<name>[\w./]+)\s*=")
+
+
+def _bad_value(exc: SyntaxError, token: str, binding: bool) -> str:
+    """Why a value gin could not read is refused, and how to write it (gin says ``<ast.Name ...>``).
+
+    A bare word (``train.x = abc``) is the usual case: a string without quotes, or a configurable
+    without ``@``. ``nan`` and ``inf`` are bare words too, and no lipgan parameter takes them. The
+    fix is shown as the user would type it: a gin line, or a ``--bind`` quoted for the shell.
+    """
+    if token.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        return (
+            f"{token!r} is not a value gin reads, and numeric parameters must be finite numbers "
+            "anyway; give a number"
+        )
+    found = _PARAMETER.match(exc.text or "")
+    parameter = found.group("name") if found else "name.parameter"
+    name = f"{parameter}: " if found and not binding else ""
+    if not token.isidentifier():
+        return (
+            f"{name}{token!r} is not a value gin reads; write a number, a quoted string, "
+            "True/False/None, a list, or an @configurable"
+        )
+    quoted, reference = f"{parameter} = '{token}'", f"{parameter} = @{token}()"
+    if not found or (exc.text or "").split("=", 1)[1].strip() != token:
+        quoted, reference = f"'{token}'", f"@{token}()"  # one item of a list or dict
+    elif binding:
+        quoted, reference = f"--bind \"{parameter}='{token}'\"", f"--bind {parameter}=@{token}()"
+    return (
+        f"{name}{token!r} is not a value gin reads; quote a string ({quoted}), write a number "
+        f"or True/False/None, or refer to a configurable with @ ({reference})"
+    )
+
+
+def _one_line(exc: BaseException, where: str, registry: Registry, *, binding: bool = False) -> str:
+    """gin's exception as ``where: what``; ``binding`` when ``where`` is a one-line ``--bind``."""
     text = str(exc)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     message = lines[0] if lines else type(exc).__name__
     match = _LOCATION.search(text)
+    bad_token = _BAD_TOKEN.search(text)
+    if bad_token and isinstance(exc, SyntaxError):
+        message = _bad_value(exc, bad_token.group("token"), binding)
+    elif binding:
+        message = re.sub(r"\s*\(line \d+\)$", "", message)  # a --bind is one line
     if match and match.group("file"):
         where = f"{match.group('file')}:{match.group('line')}"
-    elif isinstance(exc, SyntaxError) and exc.lineno:
+    elif isinstance(exc, SyntaxError) and exc.lineno and not binding:
         where = f"{exc.filename or where}:{exc.lineno}"
     elif isinstance(exc, tokenize.TokenError) and len(exc.args) > 1:
-        where = f"{where}:{exc.args[1][0]}"
+        where = where if binding else f"{where}:{exc.args[1][0]}"
         message = f"syntax error: {exc.args[0]}"
     unknown = re.search(r"No configurable matching (?:reference )?'@?([\w./]+?)(?:\(\))?'", message)
     if unknown:
@@ -405,7 +447,9 @@ def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list
             gin.parse_config(binding)
         except (ValueError, SyntaxError, tokenize.TokenError, TypeError) as exc:
             gin.clear_config()
-            raise ConfigError(_one_line(exc, f"--bind {binding!r}", registry)) from None
+            raise ConfigError(
+                _one_line(exc, f"--bind {binding!r}", registry, binding=True)
+            ) from None
     check_finite(bindings)
     return paths
 

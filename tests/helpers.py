@@ -17,6 +17,66 @@ from click.testing import CliRunner
 #: to run 8 steps, and a 6-spec replica probe over 10 minutes.
 HANG_S = 1800
 
+#: Seconds a wait that its own timeout bounds (a connect timeout of a few seconds, a signal acted
+#: on, a line a child writes) may take before a test calls it unbounded. A hang guard, never a
+#: speed check: generous on 2 cores shared with other jobs, yet far below what each test rules
+#: out (a wait that ignores its timeout: minutes, or forever).
+BOUNDED_S = 60
+
+
+def wait_until(condition, what: str, seconds: float = BOUNDED_S, poll: float = 0.05) -> None:
+    """Poll ``condition()`` until it holds; fail saying ``what`` did not happen after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {seconds:g} s")
+        time.sleep(poll)
+
+
+def returns_within(fn, seconds: float = BOUNDED_S):
+    """``fn()``'s value, or its exception re-raised, calling it in a daemon thread and waiting at
+    most ``seconds``: a call that its own timeout should end fails the test instead of hanging it.
+
+    Not for the CLI in-process (``lipgan run`` installs signal handlers, main thread only).
+    """
+    import threading
+
+    outcome = {}
+
+    def target():
+        try:
+            outcome["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True, name="returns-within")
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise AssertionError(f"{fn} still running after {seconds:g} s: its timeout did not end it")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def drawn_points(monkeypatch) -> dict:
+    """Spy on :func:`lipgan.plots.toy.draw_samples`: after a 2-D plot is drawn, ``{legend label:
+    the points drawn under it}`` of the last one (how a test sees what a PNG shows)."""
+    from lipgan.plots import toy
+
+    drawn: dict = {}
+    draw = toy.draw_samples
+
+    def spy(ax, *args, **kwargs):
+        contour = draw(ax, *args, **kwargs)
+        drawn.clear()
+        drawn.update({c.get_label(): c.get_offsets() for c in ax.collections if c.get_label()})
+        return contour
+
+    monkeypatch.setattr(toy, "draw_samples", spy)
+    return drawn
+
+
 #: ``python -c CLI run ...`` runs the CLI in a fresh process.
 CLI = "import sys; from lipgan.cli import cli; cli(prog_name='lipgan')"
 

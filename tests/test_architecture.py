@@ -11,7 +11,7 @@ import tensorflow as tf
 
 import lipgan
 from lipgan import child_process
-from tests.helpers import invoke
+from tests.helpers import drawn_points, invoke
 
 
 @keras.saving.register_keras_serializable(package="lipgan_tests")
@@ -169,7 +169,7 @@ def test_a_forced_run_on_other_data_replaces_the_stored_copy(tmp_path):
 
 
 @pytest.mark.slow
-def test_data_from_a_factory_samples_but_says_why_it_cannot_be_evaluated(tmp_path):
+def test_data_from_a_factory_samples_but_says_why_it_cannot_be_evaluated(tmp_path, monkeypatch):
     def factory(batch, seed):
         return tf.data.Dataset.from_tensors(tf.ones([2])).repeat().batch(batch, drop_remainder=True)
 
@@ -178,7 +178,10 @@ def test_data_from_a_factory_samples_but_says_why_it_cannot_be_evaluated(tmp_pat
     assert not (run_dir / "data").exists()
     one_line(invoke("eval", str(run_dir)), "the run's data was not stored")
     one_line(invoke("run", "--resume", str(run_dir)), "the run's data was not stored")
+    drawn = drawn_points(monkeypatch)
     assert invoke("sample", str(run_dir), "--out", str(tmp_path / "s")).exit_code == 0
+    # No real points to draw, and the legend says so (not the stand-in zeros as "real").
+    assert len(drawn["generated"]) == 64 and len(drawn["real: not available"]) == 0
 
 
 def test_mock_data_is_refused_in_one_line_where_the_run_dir_stores_the_data(tmp_path):

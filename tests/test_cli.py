@@ -134,6 +134,23 @@ def test_bind_that_does_not_parse(binding):
     assert_one_line_error(invoke("run", "--bind", binding), "--bind")
 
 
+def test_bare_word_in_bind_says_how_to_write_a_value():
+    # gin used to say "malformed node or string on line 1: <ast.Name object at 0x...>".
+    result = invoke("run", "--bind", "train.steps=abc")
+    assert_one_line_error(
+        result, "--bind 'train.steps=abc'", "'abc' is not a value", "\"train.steps='abc'\""
+    )
+    assert "ast." not in result.output
+
+
+def test_bare_word_in_gin_file_names_line_and_binding(tmp_path):
+    bad = tmp_path / "bad.gin"
+    bad.write_text("train.steps = 3\ntrain.dataset = foo\n")
+    result = invoke("run", "--gin", str(bad), "--run-dir", str(tmp_path / "r"))
+    assert_one_line_error(result, f"{bad}:2: train.dataset", "train.dataset = 'foo'")
+    assert "ast." not in result.output and not (tmp_path / "r").exists()
+
+
 def test_tpu_config_without_tpu_says_so_and_suggests_strategy(tmp_path, monkeypatch):
     monkeypatch.delenv("TPU_NAME", raising=False)
     result = invoke("run", "--gin", "gin/wgangp_tpu.gin", "--run-dir", str(tmp_path / "r"))

@@ -10,6 +10,7 @@ import pytest
 
 from lipgan.data.pipeline import load_examples
 from lipgan.errors import DatasetError
+from tests.helpers import BOUNDED_S
 from tests.remote_builder import LipganTinyRemote
 
 
@@ -43,7 +44,7 @@ def test_no_network_fails_within_seconds_with_one_line(tmp_path, monkeypatch):
     started = time.monotonic()
     with pytest.raises(DatasetError) as info:
         load_examples("lipgan_tiny_remote", data_dir=str(tmp_path / "tfds"))
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < BOUNDED_S  # TFDS's own retries: about 3.5 minutes
     message = str(info.value)
     assert "\n" not in message
     assert (

@@ -159,6 +159,21 @@ def test_bjorck_rows_in_worker_processes_end_certified_and_match_the_in_process_
         np.testing.assert_allclose(row["surface"], here[task]["surface"], atol=1e-3)
 
 
+@pytest.mark.slow
+def test_worker_processes_print_nothing_on_the_users_terminal(capfd):
+    """The workers of ``lipgan reproduce fig1 --jobs 2`` share the user's stderr. They used to
+    print TensorFlow's C++ start-up lines ("oneDNN custom operations are on", "Could not find
+    cuda drivers") and, in a worker that ran five 1a rows, tf.function's retracing warning
+    (each row's new ``train_steps`` counts towards it, though none retraces)."""
+    tiny = dataclasses.replace(fig1.QUICK, a_steps=2, a_width=16, grid=4, points=8)
+    tasks = [task for task in fig1.ROWS if task[0] == "a"]  # 12 rows: a worker runs >= 6
+    lines = []
+    fig1.run_tasks(tasks, tiny, lines.append, jobs=2)
+    assert len(lines) == len(tasks)
+    out, err = capfd.readouterr()
+    assert err == "", err[:2000]
+
+
 def test_a_worker_that_ran_other_code_fails_the_run_in_one_line(tmp_path):
     """Rows computed by code edited after the run began must not pass silently (CHANGELOG.md,
     Fixed: the parallel run whose Björck rows the committed code does not reproduce)."""

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from tests.conftest import finish, start_python
 from tests.fake_dists import make_dist
-from tests.helpers import CLI, TINY, invoke
+from tests.helpers import CLI, TINY, drawn_points, invoke
 
 
 def one_line_error(result, *fragments):
@@ -406,7 +406,7 @@ def test_run_dir_that_is_a_file_or_not_writable(tmp_path):
 
 # -- eval, sample, config show --------------------------------------------------------------------
 @pytest.mark.slow
-def test_eval_sample_and_config_show(tmp_path):
+def test_eval_sample_and_config_show(tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
     result = invoke("eval", str(run_dir), "--samples", "1000")
@@ -416,8 +416,13 @@ def test_eval_sample_and_config_show(tmp_path):
     assert 0 <= metrics["high_quality_fraction"] <= 1 and metrics["w1"] > 0
 
     out = tmp_path / "samples" / "s"
+    drawn = drawn_points(monkeypatch)
     result = invoke("sample", str(run_dir), "-n", "50", "--out", str(out))
     assert result.exit_code == 0, result.output
+    # The real points beside the generated ones (they were left out: only the samples showed).
+    assert len(drawn["generated"]) == len(drawn["real"]) == 50
+    radii = np.linalg.norm(np.asarray(drawn["real"]), axis=1)
+    assert np.all(np.abs(radii - radii.mean()) < 0.2) and radii.mean() > 1  # the 8 Gaussians
     with np.load(tmp_path / "samples" / "s.npz") as npz:
         assert npz["samples"].shape == (50, 2) and int(npz["step"]) == 5
     assert (tmp_path / "samples" / "s.png").read_bytes()[:4] == b"\x89PNG"

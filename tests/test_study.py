@@ -115,7 +115,7 @@ def test_tiny_study_end_to_end_resume_and_failure(tmp_path):
 
 
 @pytest.mark.slow
-def test_quick_study_from_the_cli_reports_structure_and_a_collapsed_cell(tmp_path):
+def test_quick_study_from_the_cli_reports_structure_and_a_collapsed_cell(tmp_path, monkeypatch):
     """`lipgan study --quick` itself (its seeds, iterations and data set), with a frozen generator
     (learning rate 0) as a cell that must be reported collapsed: an untrained generator puts all
     its samples in one blob near the origin, where none of the 8 modes is. Narrow MLPs and one
@@ -129,6 +129,14 @@ def test_quick_study_from_the_cli_reports_structure_and_a_collapsed_cell(tmp_pat
 
     frozen = "gradient_penalty:generator/linear_decay.initial_learning_rate=0.0"
     out = tmp_path / "quick"
+    figures = []
+    draw = report.draw
+
+    def keep(*args, **kwargs):
+        figures.append(draw(*args, **kwargs))
+        return figures[-1]
+
+    monkeypatch.setattr(report, "draw", keep)  # study.png's figure, to read its title
     small = ["mlp_critic.width=16", "mlp_generator.width=16", "train.n_critic=1"]
     result = CliRunner().invoke(
         cli,
@@ -160,6 +168,8 @@ def test_quick_study_from_the_cli_reports_structure_and_a_collapsed_cell(tmp_pat
     row = next(line for line in md.splitlines() if line.startswith(f"| {frozen} |"))
     assert row.rstrip(" |").endswith(f"| {QUICK['seeds']}")  # the collapsed column, last
     assert (out / "study.png").stat().st_size > 1000
+    title = figures[-1].get_suptitle()
+    assert f"SMOKE TEST (--quick): {QUICK['steps']} iterations, not results" in title
 
 
 @pytest.mark.slow

@@ -23,7 +23,14 @@ from click.testing import CliRunner
 from lipgan.cli import cli
 from lipgan.study import QUICK, StudySpec, run_study
 from lipgan.study.runner import cell_dir
-from tests.helpers import CLI, TINY, processes_mentioning, resume_study, stop_study_once_cells_log
+from tests.helpers import (
+    CLI,
+    TINY,
+    processes_mentioning,
+    resume_study,
+    stop_study_once_cells_log,
+    wait_until,
+)
 from tests.test_lifecycle import checkpoint_steps
 
 #: Fields of a cell's result that measure time, not training: everything else must be equal.
@@ -252,16 +259,26 @@ def test_a_task_restores_the_sigint_handler_that_ray_cancel_needs():
 ORPHAN = """
 import os, signal, sys, time
 from lipgan.interrupt import stop_when_orphaned
-signal.signal(signal.SIGTERM, lambda *a: open(sys.argv[1], "a").write("TERM\\n"))
-stop_when_orphaned(os.getppid(), poll_seconds=0.05)
-open(sys.argv[1], "a").write("ready\\n")
-time.sleep(3)
+def record(line):
+    with open(sys.argv[1], "a") as f:
+        f.write(line + "\\n")
+terms = []
+signal.signal(signal.SIGTERM, lambda *a: (terms.append(1), record("TERM")))
+watcher = stop_when_orphaned(os.getppid(), poll_seconds=0.05)
+time.sleep(0.5)  # ten looks at a living parent: any TERM now is one too many
+record("ready")
+deadline = time.monotonic() + 600  # never left behind, whatever happens to the test
+while not terms and time.monotonic() < deadline:
+    time.sleep(0.05)
+watcher.join(600)  # the watcher has sent its signal and ended: nothing more can come from it
+time.sleep(1.0)  # and nothing from elsewhere (PR_SET_PDEATHSIG signals again, see its docstring)
+record("done")
 """
 
 PARENT = """
 import subprocess, sys, time
 subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]], start_new_session=True)
-time.sleep(60)
+time.sleep(600)
 """
 
 
@@ -271,18 +288,16 @@ def test_an_orphaned_cell_sends_itself_exactly_one_sigterm(tmp_path):
     import subprocess
 
     record = tmp_path / "record"
+    lines = lambda: record.read_text().split() if record.exists() else []  # noqa: E731
     parent = subprocess.Popen([sys.executable, "-c", PARENT, ORPHAN, str(record)])
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and "ready" not in (
-        record.read_text() if record.exists() else ""
-    ):
-        time.sleep(0.05)
-    time.sleep(0.3)
-    assert "TERM" not in record.read_text()  # nothing while its parent lives
-    parent.kill()
-    parent.wait()
-    time.sleep(2)
-    assert record.read_text().split() == ["ready", "TERM"]
+    try:
+        wait_until(lambda: "ready" in lines(), "the orphan-to-be starting its watcher")
+        assert lines() == ["ready"]  # no TERM while its parent lives
+    finally:
+        parent.kill()
+        parent.wait()
+    wait_until(lambda: "done" in lines(), "the orphan's SIGTERM and exit")
+    assert lines() == ["ready", "TERM", "done"]
 
 
 def test_a_retry_waits_for_the_killed_attempt_to_release_the_run_dir(tmp_path):

@@ -194,3 +194,98 @@ def test_figure_labels_are_short_and_the_table_keeps_the_spec():
     assert report.short_label("r1") == "r1"
     md = report.markdown({"steps": 1000, "seeds": 1, "eval_samples": 2500}, [_ok("ring", spec, 0)])
     assert f"| {spec} |" in md
+
+
+# -- the figure: read at a glance (checked on its structure, not its pixels) -----------------------
+def _figure_study(tmp_path, steps=1000):
+    """Two rows × two seeds of a ring study with curves and samples on disk, and its reference
+    rows (real data only, made up: what is drawn is checked, not what was measured)."""
+    from lipgan.data.toy import SAMPLERS
+    from lipgan.study.runner import cell_dir
+    from lipgan.study.spec import Cell
+
+    results = []
+    for constraint, spread in (("gradient_penalty", 0.0), ("weight_clip", 0.5)):
+        for seed in range(2):
+            curve = [
+                {"step": s, "seconds": s / 100, "modes_covered": 8 - 4 * spread}
+                | {"high_quality_fraction": 0.9 - spread, "reverse_kl": 0.01 + spread}
+                | {"sliced_w1": 0.02 + spread / 10}
+                for s in (0, steps // 2, steps)
+            ]
+            r = _ok("ring", constraint, seed, curve=curve, modes_covered=8 - 4 * spread)
+            r["cell"]["steps"] = steps
+            r["metrics"] |= {"num_modes": 8, "high_quality_fraction": 0.9 - spread}
+            r["metrics"] |= {"reverse_kl": 0.01 + spread, "w1": 0.05 + spread / 3 + seed / 100}
+            results.append(r)
+            cell = Cell(**{**r["cell"], "bindings": ()})
+            points = SAMPLERS["2d_ring"](500, np.random.default_rng(seed))
+            points += spread * np.random.default_rng(seed).normal(size=points.shape)
+            cell_dir(tmp_path, cell).mkdir(parents=True)
+            np.save(cell_dir(tmp_path, cell) / "samples.npy", points.astype(np.float32))
+    real = {"modes_covered": 8, "high_quality_fraction": 0.98, "reverse_kl": 0.001}
+    real |= {"w1": 0.01, "sliced_w1": 0.005}
+    refs = {"ring": {"toy_set": "2d_ring", "rows": {references.REAL: {"cells": [real]}}}}
+    return results, refs
+
+
+def _texts(fig) -> list[str]:
+    found = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
+    return [t for t in found if t]
+
+
+def test_the_figure_labels_its_axes_with_units_and_shares_the_scales_it_compares(tmp_path):
+    from lipgan.plots import pyplot
+
+    results, refs = _figure_study(tmp_path)
+    fig = report.draw(tmp_path, results, refs)
+    axes = [ax for ax in fig.get_axes() if ax.get_visible() and ax.axison]
+    scatters = [ax for ax in axes if ax.get_xlabel() == "x₁" or ax.get_ylabel() == "x₂"]
+    curves = [ax for ax in axes if "iterations" in ax.get_xlabel() or "seconds" in ax.get_xlabel()]
+    bars = [ax for ax in axes if ax.patches]
+    assert len(scatters) == 2 and len(curves) == 2 * len(report.CURVE_PANELS)
+    # Every bar and curve panel says what it measures, in which unit.
+    for ax in bars + curves:
+        assert ax.get_xlabel() and (ax in bars or ax.get_ylabel()), ax.get_title()
+    labels = {ax.get_xlabel() for ax in bars} | {ax.get_ylabel() for ax in curves}
+    for unit in ("modes captured (of 8)", "(% of samples)", "(nats)", "(data units)", "ms per"):
+        assert any(unit in label for label in labels), (unit, labels)
+    # Samples: the real points under each row's generated ones, every panel the same view.
+    for ax in scatters:
+        real = [c for c in ax.collections if c.get_label() == "real data"]
+        assert len(real) == 1 and len(real[0].get_offsets()) > 1000
+        assert len(ax.collections) == 2
+    assert len({(ax.get_xlim(), ax.get_ylim()) for ax in scatters}) == 1
+    # Curves: against iterations and against seconds on the same y scale, fitted to the data
+    # (a log axis reaches no further than 1.5x past the lowest and highest line).
+    by_title = {}
+    for ax in curves:
+        by_title.setdefault(ax.get_ylabel(), []).append(ax.get_ylim())
+    assert all(len(set(lims)) == 1 for lims in by_title.values()), by_title
+    low, high = by_title["reverse KL (nats)"][0]
+    assert low == pytest.approx(0.001 / 1.5) and high == pytest.approx(0.51 * 1.5)
+    assert not any("SMOKE TEST" in t for t in _texts(fig))
+    pyplot().close(fig)
+
+
+def test_a_smoke_test_figure_says_so_in_its_title(tmp_path):
+    from lipgan.plots import pyplot
+
+    results, refs = _figure_study(tmp_path, steps=100)
+    fig = report.draw(tmp_path, results, refs, smoke_test=True)
+    assert "SMOKE TEST (--quick): 100 iterations, not results" in fig.get_suptitle()
+    pyplot().close(fig)
+    partial = report.draw(tmp_path, results[:3], refs, total=4)
+    assert "PARTIAL: 3 of 4 cells finished" in partial.get_suptitle()
+    pyplot().close(partial)
+
+
+def test_the_report_passes_the_smoke_test_and_the_partial_count_to_the_figure(
+    tmp_path, monkeypatch
+):
+    seen = {}
+    monkeypatch.setattr(references, "load_or_compute", lambda *a, **k: {})
+    monkeypatch.setattr(report, "figure", lambda *a, **kwargs: seen.update(kwargs))
+    spec = {"steps": 100, "seeds": 1, "eval_samples": 2500, "smoke_test": True}
+    report.write(tmp_path, spec, [_ok("ring", "gp", 0, w1=0.1)], total=2)
+    assert seen == {"smoke_test": True, "total": 2}

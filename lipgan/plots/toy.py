@@ -37,16 +37,31 @@ def title_size(title: str, width_chars: int = 48) -> float:
 
 def draw_samples(ax, critic, real: np.ndarray, fake: np.ndarray, lim: float | None = None):
     """Contour, generated points, then the real points on top (smaller, translucent), so both
-    stay visible where they overlap; the view is the data's :func:`extent` unless ``lim``."""
+    stay visible where they overlap; the view is the data's :func:`extent` unless ``lim``.
+
+    Each point has an edge of the opposite lightness (generated: light fill, dark edge; real:
+    dark fill, light edge): the contour runs from dark to light, and a point without an edge
+    vanished into the part of it that matched its colour (orange real points on the yellow
+    peaks where they lie). With no real points (a run whose data was not stored) the legend
+    says so rather than leaving the reader to look for them.
+    """
     center, half = ((0.0, 0.0), lim) if lim is not None else extent(real, fake)
     xs, ys, values = critic_surface(critic, half, center=center)
     contour = ax.contourf(xs, ys, values, levels=20, cmap="viridis", alpha=0.8)
-    ax.scatter(fake[:, 0], fake[:, 1], s=3, c="lime", label="generated", alpha=0.7)
-    ax.scatter(real[:, 0], real[:, 1], s=1, c="tab:orange", label="real", alpha=0.5)
+    ax.scatter(
+        fake[:, 0], fake[:, 1], s=9, c="lime", edgecolors="black", linewidths=0.3,
+        label="generated", alpha=0.8,
+    )  # fmt: skip
+    ax.scatter(
+        real[:, 0], real[:, 1], s=5, c="red", edgecolors="white", linewidths=0.3,
+        label="real" if len(real) else "real: not available", alpha=0.8,
+    )  # fmt: skip
     ax.set_xlim(center[0] - half, center[0] + half)
     ax.set_ylim(center[1] - half, center[1] + half)
     ax.set_aspect("equal")
-    ax.legend(loc="upper right", markerscale=4)
+    ax.set_xlabel("x₁")
+    ax.set_ylabel("x₂")
+    ax.legend(loc="upper right", markerscale=2, framealpha=0.9)
     return contour
 
 

@@ -42,7 +42,8 @@ def fig1(out_dir: Path, quick: bool, strict: bool, jobs: int | None) -> None:
         raise ConfigError(f"--out {out_dir} exists and is not a directory")
     from lipgan.reproduce import fig1 as fig1_module
 
-    result = fig1_module.run(out_dir, quick=quick, log=click.echo, jobs=jobs)
+    verbose = click.get_current_context().meta.get("lipgan.verbose", False)
+    result = fig1_module.run(out_dir, quick=quick, log=click.echo, jobs=jobs, verbose=verbose)
     failures = result["fig1b"]["claim_failures"]
     for failure in failures:
         click.echo(f"warning: {failure}", err=True)

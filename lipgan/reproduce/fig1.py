@@ -445,9 +445,21 @@ def source_digest(roots=None) -> str:
 _WORKER_DIGEST = None
 
 
-def _worker_init(threads: int) -> None:
-    """Pool initializer: TensorFlow's thread pools (set before it starts), then every module a
-    row uses imported at once (not row by row, minutes later) and the digest of that code."""
+def _worker_init(threads: int, verbose: bool = False) -> None:
+    """Pool initializer: TensorFlow imported as the CLI imports it (its C++ start-up lines and
+    Python warnings hidden unless ``verbose``: a worker writes to the user's terminal), its thread
+    pools set before it starts, then every module a row uses imported at once (not row by row,
+    minutes later) and the digest of that code.
+
+    The warning hidden that a user would otherwise see most: "5 out of the last 5 calls to
+    critic_trainer.<locals>.train_steps triggered tf.function retracing". No function retraces:
+    each 1a row builds its own critic and optimizer, so its ``train_steps`` is a new function
+    traced once; TensorFlow's heuristic counts the traces of every function built from the same
+    code.
+    """
+    from lipgan.quiet_tf import import_tensorflow
+
+    import_tensorflow(verbose)
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(threads)
@@ -481,16 +493,16 @@ def check_sources(digest: str, worker_digests: dict) -> None:
         )
 
 
-def run_rows(s: Settings, log: Callable[[str], None], jobs: int) -> dict:
+def run_rows(s: Settings, log: Callable[[str], None], jobs: int, verbose: bool = False) -> dict:
     """Every row of :data:`ROWS`, in ``jobs`` worker processes (in this process when 1).
 
     The rows share nothing (each seeds its own model and data), so running them side by side
     changes no number beyond float rounding (one thread per worker sums in another order). Why
     processes: the toy MLPs are too small for TensorFlow's intra-op threads to keep two cores
     busy (the same reason ``lipgan study`` runs one single-threaded cell per core,
-    :func:`lipgan.study.runner.default_jobs`).
+    :func:`lipgan.study.runner.default_jobs`). ``verbose``: the workers show TensorFlow's logs.
     """
-    done = run_tasks(ROWS, s, log, jobs)
+    done = run_tasks(ROWS, s, log, jobs, verbose)
     fig1a_result = {
         toy_set: {kind: done[("a", toy_set, kind)] for kind in FIG1A_KINDS}
         for toy_set, _ in TOY_SETS
@@ -499,7 +511,9 @@ def run_rows(s: Settings, log: Callable[[str], None], jobs: int) -> dict:
     return {"fig1a": fig1a_result, "fig1b": _fig1b_result(rows_b)}
 
 
-def run_tasks(tasks, s: Settings, log: Callable[[str], None], jobs: int) -> dict:
+def run_tasks(
+    tasks, s: Settings, log: Callable[[str], None], jobs: int, verbose: bool = False
+) -> dict:
     """``{task: row}`` for the given entries of :data:`ROWS`, as :func:`run_rows` runs them."""
     done = {}
     if jobs <= 1:
@@ -517,7 +531,7 @@ def run_tasks(tasks, s: Settings, log: Callable[[str], None], jobs: int) -> dict
         max_workers=jobs,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_worker_init,
-        initargs=(threads,),
+        initargs=(threads, verbose),
     ) as pool:
         futures = [pool.submit(_run_row_in_worker, task, s) for task in tasks]
         for future in as_completed(futures):
@@ -535,11 +549,16 @@ def default_jobs() -> int:
 
 
 def run(
-    out_dir, quick: bool = False, log: Callable[[str], None] = print, jobs: int | None = None
+    out_dir,
+    quick: bool = False,
+    log: Callable[[str], None] = print,
+    jobs: int | None = None,
+    verbose: bool = False,
 ) -> dict:
     """Train everything, write ``fig1.json``, ``fig1a.png`` and ``fig1b.png`` to ``out_dir``.
 
     ``jobs``: worker processes for the rows (:func:`run_rows`); default one per core.
+    ``verbose``: the workers show TensorFlow's C++ and Python logs (``lipgan --verbose``).
     """
     from lipgan.plots.fig1 import plot_fig1a, plot_fig1b
 
@@ -550,7 +569,7 @@ def run(
     started = time.perf_counter()
     cpu_started = _children_cpu_seconds()
     result = {"paper": "Gulrajani et al. 2017, Fig. 1", "quick": quick, "settings": s.as_dict()}
-    result.update(run_rows(s, log, jobs))
+    result.update(run_rows(s, log, jobs, verbose))
     result["fig1b"]["claim_failures"] = check_fig1b(result)
     result["wall_seconds"] = time.perf_counter() - started
     result["jobs"] = jobs

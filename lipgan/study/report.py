@@ -434,14 +434,10 @@ def _median_cell(results: list[dict]) -> dict | None:
 
 
 def _image_grid(images: np.ndarray, columns: int = 8) -> np.ndarray:
-    """``(n, h, w, c)`` images in [-1, 1] as one ``(rows*h, columns*w, c)`` array in [0, 1]."""
-    n, h, w, c = images.shape
-    rows = -(-n // columns)
-    grid = np.ones((rows * h, columns * w, c), np.float32)
-    for k, image in enumerate(images):
-        r, q = divmod(k, columns)
-        grid[r * h : (r + 1) * h, q * w : (q + 1) * w] = (np.clip(image, -1, 1) + 1) / 2
-    return grid[..., 0] if c == 1 else grid
+    """:func:`lipgan.plots.study.image_grid` (kept here: the figure's images were drawn here)."""
+    from lipgan.plots.study import image_grid
+
+    return image_grid(images, columns)
 
 
 #: Curve panels: (key, title, scale, log y).
@@ -496,134 +492,170 @@ def short_label(constraint: str) -> str:
     return f"{name} [{', '.join(shown)}]" if shown else name
 
 
-def figure(path: Path, out: Path, results: list[dict], references: dict | None = None) -> None:
-    """Per data set: one scatter (toys) or image grid (digits) per constraint, median seed by W1 or
-    FD, then a bar chart per metric; where cells recorded curves, mean ± s.e. bands per constraint
-    against iterations and against training seconds, with the reference samplers as dashed lines."""
-    import matplotlib
+def smoke_test_label(results: list[dict]) -> str:
+    """The banner of a ``--quick`` study's figure: what it is, in words a glance catches."""
+    return f"SMOKE TEST (--quick): {_steps_text(results, {})} iterations, not results"
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def figure(
+    path: Path,
+    out: Path,
+    results: list[dict],
+    references: dict | None = None,
+    *,
+    smoke_test: bool = False,
+    total: int | None = None,
+) -> None:
+    """Write ``study.png`` (:func:`draw`); ``smoke_test``: a ``--quick`` study, said in a banner;
+    ``total``: the study's cell count when ``results`` holds only the finished ones."""
+    from lipgan.plots import pyplot
+
+    fig = draw(out, results, references, smoke_test=smoke_test, total=total)
+    fig.savefig(path, dpi=150)
+    pyplot().close(fig)
+
+
+def draw(
+    out: Path,
+    results: list[dict],
+    references: dict | None = None,
+    *,
+    smoke_test: bool = False,
+    total: int | None = None,
+):
+    """The study figure as a matplotlib Figure, per data set one block of three parts
+    (drawn by :mod:`lipgan.plots.study`):
+
+    * the generated samples of each constraint's median seed (by W1, or FD for images), over the
+      data set's real points in grey, every panel on the same axes;
+    * one horizontal bar chart per metric, mean ± s.e. over seeds, the reference samplers as
+      vertical lines;
+    * where cells recorded curves, mean ± s.e. bands against iterations and, below on the same
+      y scale, against training seconds.
+
+    A ``--quick`` study (``smoke_test``) and a partial report (fewer ``results`` than ``total``)
+    say so in the title.
+    """
+    from lipgan.plots import pyplot
+    from lipgan.plots import study as panels
+
+    plt = pyplot()
+    references = references or {}
+    blocks = []
+    for dataset, rows in summarize(results).items():
+        mine = [r for r in results if r["cell"]["dataset"] == dataset]
+        bands = curve_bands(mine)
+        keys = [
+            c
+            for c in COLUMNS
+            if c[0] != "w1_floor" and any(c[0] in r["stats"] for r in rows.values())
+        ]
+        heights = [
+            2.3 * -(-len(rows) // panels.SAMPLE_COLUMNS),
+            (0.22 * len(rows) + 1.2) * -(-len(keys) // panels.BAR_COLUMNS) if keys else 0.0,
+            5.2 if bands else 0.0,
+        ]
+        blocks.append((dataset, rows, mine, bands, keys, heights))
+    notes = [smoke_test_label(results)] if smoke_test else []
+    if total is not None and len(results) < total:
+        notes.append(f"PARTIAL: {len(results)} of {total} cells finished")
+    height = 0.5 * bool(notes) + sum(0.5 + sum(b[-1]) for b in blocks) or 2.0
+    with plt.rc_context({"font.size": panels.FONT_SIZE, "axes.titlesize": panels.FONT_SIZE + 1}):
+        fig = plt.figure(figsize=(12, height), layout="constrained")
+        if notes:
+            fig.suptitle(
+                "; ".join(notes),
+                color="firebrick",
+                fontweight="bold",
+                fontsize=panels.FONT_SIZE + 5,
+            )
+        parts = fig.subfigures(len(blocks), 1, height_ratios=[sum(b[-1]) + 0.5 for b in blocks])
+        for part, block in zip(np.atleast_1d(parts), blocks, strict=True):
+            _draw_block(part, out, *block, references.get(block[0]))
+    return fig
+
+
+def _draw_block(fig, out, dataset, rows, results, bands, keys, heights, reference) -> None:
+    """One data set's samples, bars and curves, in sub-figures ``heights`` inches high."""
+    from lipgan.plots import study as panels
+
+    seeds = max((r["seeds"] for r in rows.values()), default=0)
+    fig.suptitle(
+        f"{dataset}: {len(rows)} constraints × {seeds} seed{'s' if seeds != 1 else ''}, "
+        f"{_steps_text(results, {})} iterations",
+        fontweight="bold",
+        fontsize=panels.FONT_SIZE + 3,
+    )
+    parts = iter(
+        np.atleast_1d(
+            fig.subfigures(sum(map(bool, heights)), 1, height_ratios=[h for h in heights if h])
+        )
+    )
+    colors = panels.colors(rows)
+    counts = {
+        key: next((m[key] for m in (r.get("metrics") or {} for r in results) if key in m), None)
+        for key in ("num_modes", "num_classes")
+    }
+    real = np.zeros((0, 2))
+    if reference and reference.get("toy_set"):
+        from lipgan.data.toy import SAMPLERS
+
+        real = SAMPLERS[reference["toy_set"]](2500, np.random.default_rng(0))
+    samples = [
+        _median_samples(out, [r for r in results if r["cell"]["constraint"] == c]) for c in rows
+    ]
+    panels.sample_panels(
+        next(parts),
+        [
+            {"title": short_label(c), "color": colors[c], "samples": xy, "seed": seed}
+            for c, (xy, seed) in zip(rows, samples, strict=True)
+        ],
+        real,
+    )
+    if keys:
+        panels.bar_panels(
+            next(parts),
+            [short_label(c) for c in rows],
+            [colors[c] for c in rows],
+            [(key, scale, [rows[c]["stats"].get(key) for c in rows]) for key, _, scale, _ in keys],
+            _reference_means(reference, [k for k, *_ in keys]),
+            counts,
+        )
+    if bands:
+        panels.curve_panels(
+            next(parts),
+            {short_label(c): (colors[c], band) for c, band in bands.items()},
+            CURVE_PANELS,
+            _reference_means(reference, [k for k, *_ in CURVE_PANELS]),
+            counts,
+        )
+
+
+def _median_samples(out: Path, results: list[dict]) -> tuple[np.ndarray | None, int | None]:
+    """(samples.npy of the row's median seed, or None when it has none; that seed)."""
     from lipgan.study.runner import cell_dir
     from lipgan.study.spec import Cell
 
-    references = references or {}
-    summary = summarize(results)
-    datasets = list(summary)
-    bands = {d: curve_bands([r for r in results if r["cell"]["dataset"] == d]) for d in datasets}
-    rows_per = {d: 4 if bands[d] else 2 for d in datasets}
-    offsets = np.cumsum([0] + [rows_per[d] for d in datasets])
-    width = max(
-        max(len(rows) for rows in summary.values()),
-        max(
-            sum(any(k in r["stats"] for r in rows.values()) for k, *_ in COLUMNS)
-            for rows in summary.values()
-        ),
-        len(CURVE_PANELS) if any(bands.values()) else 0,
-    )
-    fig, axes = plt.subplots(
-        int(offsets[-1]), width, figsize=(2.6 * width, 2.6 * int(offsets[-1])), squeeze=False
-    )
-    for ax in axes.flat:
-        ax.set_visible(False)
-    for i, dataset in enumerate(datasets):
-        top = int(offsets[i])
-        rows = summary[dataset]
-        for j, constraint in enumerate(rows):
-            ax = axes[top, j]
-            ax.set_visible(True)
-            cells = [
-                r
-                for r in results
-                if r["cell"]["dataset"] == dataset and r["cell"]["constraint"] == constraint
-            ]
-            median = _median_cell(cells)
-            ax.set_title(f"{dataset}\n{short_label(constraint)}", fontsize=7)
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if median is None:
-                ax.text(0.5, 0.5, "no samples", ha="center", transform=ax.transAxes)
-                continue
-            cell = Cell.from_dict(median["cell"])
-            samples = cell_dir(out, cell) / "samples.npy"
-            if samples.is_file():
-                xy = np.load(samples)
-                if xy.ndim == 4:  # images: a grid of the first 64
-                    ax.imshow(_image_grid(xy), cmap="gray", vmin=0, vmax=1)
-                else:
-                    ax.scatter(xy[:, 0], xy[:, 1], s=1, alpha=0.4)
-                    ax.set_aspect("equal")
-                ax.set_xlabel(f"seed {cell.seed}", fontsize=6)
-        keys = [c for c in COLUMNS if any(c[0] in r["stats"] for r in rows.values())]
-        for j, (key, title, scale, _) in enumerate(keys):
-            ax = axes[top + 1, j]
-            ax.set_visible(True)
-            names = list(rows)
-            stats = [rows[n]["stats"].get(key) for n in names]
-            means = [s[0] * scale if s and math.isfinite(s[0]) else 0.0 for s in stats]
-            errs = [s[1] * scale if s and not math.isnan(s[1]) else 0.0 for s in stats]
-            ax.bar(range(len(names)), means, yerr=errs, capsize=2)
-            ax.set_xticks(range(len(names)))
-            ax.set_xticklabels([short_label(n) for n in names], rotation=70, fontsize=5)
-            ax.set_title(title, fontsize=7)
-        if bands[dataset]:
-            _curve_panels(axes[top + 2 : top + 4], dataset, bands[dataset], references.get(dataset))
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    median = _median_cell(results)
+    if median is None:
+        return None, None
+    cell = Cell.from_dict(median["cell"])
+    path = cell_dir(out, cell) / "samples.npy"
+    return (np.load(path) if path.is_file() else None), cell.seed
 
 
-def _curve_panels(axes, dataset: str, bands: dict, reference: dict | None) -> None:
-    """Row 0: against iterations; row 1: against training seconds."""
-    ref_means = {}
-    if reference:
-        for name, row in reference["rows"].items():
-            ref_means[name] = {
-                key: st
-                for key, *_ in CURVE_PANELS
-                if (st := mean_se([c.get(key) for c in row["cells"]])) is not None
-            }
-    for r, xkey in enumerate(("step", "seconds")):
-        for j, (key, title, scale, log) in enumerate(CURVE_PANELS):
-            ax = axes[r][j]
-            ax.set_visible(True)
-            for k, (constraint, band) in enumerate(bands.items()):
-                pts = [
-                    (x, st[0] * scale, 0.0 if math.isnan(st[1]) else st[1] * scale)
-                    for x, st in zip(band[xkey], band[key])
-                    if st is not None and math.isfinite(st[0])
-                ]
-                if not pts:
-                    continue
-                x, m, e = (np.array(v) for v in zip(*pts))
-                color = f"C{k % 10}"
-                ax.plot(x, m, color=color, lw=1, label=short_label(constraint))
-                ax.fill_between(x, m - e, m + e, color=color, alpha=0.2, lw=0)
-            for n, (name, st) in enumerate(ref_means.items()):
-                if key in st and math.isfinite(st[key][0]):
-                    ax.axhline(
-                        st[key][0] * scale,
-                        color="k",
-                        ls=("--", ":", "-.")[n % 3],
-                        lw=0.7,
-                        label=name,
-                    )
-            if log:
-                ax.set_yscale("log")
-            ax.set_title(f"{dataset}: {title}", fontsize=7)
-            ax.set_xlabel("iterations" if xkey == "step" else "training seconds", fontsize=6)
-            ax.tick_params(labelsize=5)
-    # One legend beside the panels, in the row's first free slot (or over the first panel when
-    # the figure has no free column): inside a panel it hid the curves it names.
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    spare = axes[0][len(CURVE_PANELS)] if len(axes[0]) > len(CURVE_PANELS) else None
-    if spare is not None:
-        spare.set_visible(True)
-        spare.axis("off")
-        spare.legend(handles, labels, fontsize=6, loc="upper left", frameon=False)
-    else:
-        axes[0][0].legend(fontsize=4, loc="best")
+def _reference_means(reference: dict | None, keys) -> dict:
+    """{reference row: {key: mean_se}} of a data set's reference samplers."""
+    if not reference:
+        return {}
+    return {
+        name: {
+            key: st
+            for key in keys
+            if (st := mean_se([c.get(key) for c in row["cells"]])) is not None
+        }
+        for name, row in reference["rows"].items()
+    }
 
 
 def write(
@@ -659,5 +691,12 @@ def write(
     }
     paths["json"].write_text(dumps(payload))
     paths["markdown"].write_text(markdown(spec, results, command, references, total))
-    figure(paths["figure"], out, results, references)
+    figure(
+        paths["figure"],
+        out,
+        results,
+        references,
+        smoke_test=bool(spec.get("smoke_test")),
+        total=total,
+    )
     return paths
