@@ -65,9 +65,12 @@ def test_reference_samplers_score_as_computed_by_hand():
 
 def test_reference_rows_with_the_study_protocol_and_a_floor_with_its_error():
     rows = references.evaluate("2d_ring", 1000, seeds=2)
-    assert set(rows) == {references.REAL, references.BOX, references.SUPPORT}
-    for row in rows.values():
-        assert len(row["cells"]) == 2
+    seeded = {references.REAL, references.BOX, references.SUPPORT}
+    assert set(rows) == seeded | {references.BOX_EXPECTED}
+    for name in seeded:
+        assert len(rows[name]["cells"]) == 2
+    # the expectation: many draws, not the study's seeds (one low draw flatters every row)
+    assert len(rows[references.BOX_EXPECTED]["cells"]) == references.EXPECTATION_DRAWS
     assert all(c["modes_covered"] == 8 for c in rows[references.SUPPORT]["cells"])
     floor = references.compute("ring", 1000, seeds=1, pairs=4)["floor"]
     assert floor["pairs"] == 4 and floor["se"] > 0 and 0 < floor["mean"] < 0.2
