@@ -14,6 +14,55 @@ from pathlib import Path
 import click
 
 
+def executor_options(executors: list[str]):
+    """The options that say where a study's runs go, shared by ``lipgan study`` and ``lipgan
+    tune``: ``--executor`` (one of ``executors``), ``--jobs``, ``--threads`` and Ray's."""
+
+    def decorate(command):
+        options = [
+            click.option(
+                "--executor",
+                type=click.Choice(executors),
+                default="local",
+                show_default=True,
+                help="Where runs go: a process pool here, one Ray task per run, or (tune) one "
+                "Ray Tune trial per run (pip install 'lipgan[ray]'; docs/study.md, 'Running a "
+                "study on a cluster').",
+            ),
+            click.option(
+                "--jobs",
+                type=click.IntRange(min=1),
+                help="Runs in parallel, local executor (default: one per core).",
+            ),
+            click.option(
+                "--threads",
+                type=click.IntRange(min=0),
+                help="TF intra-op threads per run (default 1; 0 lets TF choose).",
+            ),
+            click.option(
+                "--ray-address",
+                metavar="ADDR",
+                help="Ray cluster to use (default: Ray's own resolution, RAY_ADDRESS or a cluster "
+                "started on this machine, else a new local instance).",
+            ),
+            click.option(
+                "--cell-resources",
+                metavar="K=V,...",
+                help="Ray resources per run, e.g. num_cpus=1,num_gpus=0.25 (default num_cpus=1).",
+            ),
+            click.option(
+                "--storage",
+                type=click.Path(path_type=Path),
+                help="With Ray: where the run dirs go, a path every node sees (default: --out).",
+            ),
+        ]
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
 @click.command()
 @click.option(
     "--constraint",
@@ -46,14 +95,6 @@ import click
     "--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding for every cell."
 )
 @click.option(
-    "--jobs", type=click.IntRange(min=1), help="Cells in parallel (default: one per core)."
-)
-@click.option(
-    "--threads",
-    type=click.IntRange(min=0),
-    help="TF intra-op threads per cell (default 1; 0 lets TF choose).",
-)
-@click.option(
     "--out",
     type=click.Path(path_type=Path),
     default=Path("studies/study"),
@@ -66,30 +107,7 @@ import click
     help="A smoke test of the machinery, never results: 2 seeds, 100 iterations, 8gaussians "
     "(explicit options still win; the report says it is a smoke test).",
 )
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help="Where cells run: a process pool here, or one Ray task per cell (pip install "
-    "'lipgan[ray]'; docs/study.md, 'Running a study on a cluster').",
-)
-@click.option(
-    "--ray-address",
-    metavar="ADDR",
-    help="Ray cluster to use (default: Ray's own resolution, RAY_ADDRESS or a cluster started "
-    "on this machine, else a new local instance).",
-)
-@click.option(
-    "--cell-resources",
-    metavar="K=V,...",
-    help="Ray resources per cell, e.g. num_cpus=1,num_gpus=0.25 (default num_cpus=1).",
-)
-@click.option(
-    "--storage",
-    type=click.Path(path_type=Path),
-    help="With Ray: where the cells' run dirs go, a path every node sees (default: --out).",
-)
+@executor_options(["local", "ray"])
 @click.option("--force", is_flag=True, help="Reuse a study dir whose spec differs.")
 @click.option("--quiet", is_flag=True, help="No progress lines; print only the report paths.")
 @click.option(

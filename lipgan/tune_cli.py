@@ -13,6 +13,8 @@ from pathlib import Path
 
 import click
 
+from lipgan.study_cli import executor_options
+
 
 @click.command()
 @click.option(
@@ -66,22 +68,7 @@ import click
 @click.option(
     "--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding for every run."
 )
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "ray", "tune"]),
-    default="local",
-    show_default=True,
-    help="A process pool here, Ray tasks, or Ray Tune trials (pip install 'lipgan[ray]').",
-)
-@click.option(
-    "--jobs", type=click.IntRange(min=1), help="Runs in parallel (local; default: cores)."
-)
-@click.option("--threads", type=click.IntRange(min=0), help="TF intra-op threads per run.")
-@click.option("--ray-address", metavar="ADDR", help="Ray cluster (ray and tune executors).")
-@click.option("--cell-resources", metavar="K=V,...", help="Ray resources per run (num_cpus=1).")
-@click.option(
-    "--storage", type=click.Path(path_type=Path), help="With Ray: where run dirs go (shared)."
-)
+@executor_options(["local", "ray", "tune"])
 @click.option(
     "--out",
     type=click.Path(path_type=Path),

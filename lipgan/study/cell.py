@@ -193,19 +193,10 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
     trainer = timing.trainer  # the one trainer: training, the curve and the final evaluation
     train_seconds = time.perf_counter() - started
     began = time.perf_counter()
-    # The study computes the W1 floor once per data set from many pairs (report.references).
-    metrics = evaluation.evaluate(
-        trainer.wgan,
-        trainer.dataset,
-        seed=trainer.seed,
-        batch_size=trainer.global_batch_size,
-        num_samples=eval_samples,
-        inception_weights=trainer.inception_weights,
-        w1_floor=False,
-    )
-    metrics = {k.removeprefix("eval/"): v for k, v in metrics.items()}
-    if trainer.wgan.generator_ema is not None:  # the raw generator too (lipgan.study.curve.NO_EMA)
-        raw = evaluation.evaluate(
+
+    def measured(generator=None) -> dict:
+        # The study computes the W1 floor once per data set from many pairs (report.references).
+        values = evaluation.evaluate(
             trainer.wgan,
             trainer.dataset,
             seed=trainer.seed,
@@ -213,9 +204,13 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
             num_samples=eval_samples,
             inception_weights=trainer.inception_weights,
             w1_floor=False,
-            generator=trainer.wgan.generator,
+            generator=generator,
         )
-        metrics[NO_EMA] = {k.removeprefix("eval/"): v for k, v in raw.items()}
+        return {k.removeprefix("eval/"): v for k, v in values.items()}
+
+    metrics = measured()  # the sampler: the EMA when train.ema_decay is on
+    if trainer.wgan.generator_ema is not None:  # the raw generator too (lipgan.study.curve.NO_EMA)
+        metrics[NO_EMA] = measured(trainer.wgan.generator)
     fake = trainer.sample(eval_samples)  # the same fixed-noise samples evaluate() used
     if trainer.wgan.data_shape == (2,):
         np.save(run_dir / "samples.npy", np.asarray(fake, np.float32))

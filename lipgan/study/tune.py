@@ -255,26 +255,27 @@ def run_tune(
     if not report_only:
         _check_out(out, spec, force)
     executor = executor or LocalExecutor(runner.default_jobs()[0])
+
+    def run_or_read(cells: list[Cell], where: Path, what: str) -> dict[Cell, dict]:
+        if report_only:
+            return finished(cells, where)
+        log(what)
+        return runner.execute(cells, where, executor=executor, threads=threads, log=log)
+
     trials = search_cells(spec)
-    if report_only:
-        searched = finished(trials, out / "search")
-    else:
-        log(f"search: {len(trials)} trials ({spec.configs} configs per data set and constraint)")
-        searched = runner.execute(
-            trials, out / "search", executor=executor, threads=threads, log=log
-        )
+    searched = run_or_read(
+        trials, out / "search", f"search: {len(trials)} trials ({spec.configs} configs per data "
+        "set and constraint)",
+    )  # fmt: skip
     chosen = choose(spec, searched)
     final: dict[Cell, dict] = {}
     if len(searched) == len(trials):
         write_chosen(out, chosen)
         replicates = replicate_cells(spec, chosen)
-        if report_only:
-            final = finished(replicates, out / "final")
-        else:
-            log(f"replicates: {len(replicates)} runs ({spec.seeds} seeds per chosen config)")
-            final = runner.execute(
-                replicates, out / "final", executor=executor, threads=threads, log=log
-            )
+        final = run_or_read(
+            replicates, out / "final",
+            f"replicates: {len(replicates)} runs ({spec.seeds} seeds per chosen config)",
+        )  # fmt: skip
     elif not searched:
         raise ConfigError(
             f"{out} holds no finished trial of this tuned study yet: nothing to report"
