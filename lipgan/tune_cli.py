@@ -82,6 +82,14 @@ from lipgan.study_cli import executor_options
     help="After the runs: time each chosen row's iteration side by side in one process "
     "(bench.json), the seconds behind the report's time to quality. Run it on quiet cores.",
 )
+@click.option(
+    "--shared",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="STUDY_DIR",
+    help="A finished `lipgan study` (e.g. studies/converged/ring) whose rows the report prints "
+    "beside the tuned ones (repeatable).",
+)
 @click.option("--force", is_flag=True, help="Reuse a study dir whose spec differs.")
 @click.option("--quiet", is_flag=True, help="No progress lines; print only the report paths.")
 @click.option(
@@ -104,6 +112,7 @@ def tune(
     storage,
     out,
     bench,
+    shared,
     force,
     quiet,
     report_only,
@@ -138,6 +147,7 @@ def tune(
         log=log,
         command=command,
         report_only=report_only,
+        shared=tuple(shared),
     )
     if bench:
         from lipgan.study import row_bench
@@ -146,7 +156,9 @@ def tune(
             raise click.UsageError("--bench needs the finished study (run it first)")
         measured = row_bench.measure(spec, report.chosen, log=log)
         row_bench.write(Path(out), {**measured, "command": command})
-        report = tuned.run_tune(spec, out, log=log, command=command, report_only=True)
+        report = tuned.run_tune(
+            spec, out, log=log, command=command, report_only=True, shared=tuple(shared)
+        )
     if not quiet:
         click.echo(report.paths["markdown"].read_text())
     click.echo(", ".join(f"wrote {p}" for p in report.paths.values()))

@@ -218,10 +218,22 @@ def test_a_tiny_tuned_study_end_to_end_then_resumed(tmp_path):
     assert "| gradient_penalty +EMA |" in study and "| weight_clip |" in study
     for name in ("tune.png", "final/study.png"):
         assert (out / name).stat().st_size > 10_000
-    # the same call again runs nothing and writes the same report
-    again = tune.run_tune(spec, out, executor=LocalExecutor(2))
+    # the same call again runs nothing and writes the same report, here beside a shared-config
+    # study's row of the same constraint (--shared)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    row = {"stats": {"modes_covered": [7.5, 0.2, 0, 5]}, "seeds": 5, "failed": 0, "collapsed": 0}
+    (shared / "study.json").write_text(
+        json.dumps({"summary": {"8gaussians": {"gradient_penalty": row}}})
+    )
+    again = tune.run_tune(spec, out, executor=LocalExecutor(2), shared=(shared,))
     assert json.loads((out / "tune.json").read_text())["final"]["8gaussians"] == final
     assert len(again.final) == 2
+    md = (out / "tune.md").read_text()
+    assert "| gradient_penalty, shared config | the shared config |  | 7.5 ± 0.2 |" in md
+    assert "weight_clip, shared config" not in md  # no such row in that study
+    with pytest.raises(ConfigError, match="no study report there"):
+        tune.run_tune(spec, out, report_only=True, shared=(tmp_path,))
     # a spec that differs is refused (its cells would not match), as a study's
     with pytest.raises(ConfigError, match="--force"):
         tune.run_tune(dataclasses.replace(spec, configs=3), out)

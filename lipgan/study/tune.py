@@ -239,12 +239,14 @@ def run_tune(
     command: str = "",
     report_only: bool = False,
     bench: dict | None = None,
+    shared: tuple = (),
 ) -> TuneReport:
     """Run (or resume) the search, choose, run the replicates, and write the report.
 
     ``executor`` runs the cells (default: a local pool, one cell per core). ``report_only`` runs
     nothing and reports what has finished (a study still under way says so). ``bench`` is the
     quiet side-by-side timing of the chosen rows (:mod:`lipgan.study.row_bench`), when measured.
+    ``shared``: dirs of shared-config studies whose rows the report prints beside the tuned ones.
     """
     from lipgan.study import runner, tune_report
     from lipgan.study.executors import LocalExecutor
@@ -281,7 +283,7 @@ def run_tune(
             f"{out} holds no finished trial of this tuned study yet: nothing to report"
         )
     bench = bench if bench is not None else load_bench(out)
-    paths = tune_report.write(out, spec, searched, chosen, final, command, log, bench)
+    paths = tune_report.write(out, spec, searched, chosen, final, command, log, bench, shared)
     return TuneReport(spec, searched, final, chosen, paths)
 
 

@@ -29,6 +29,8 @@ from lipgan.study.curve import NO_EMA
 from lipgan.study.spec import dumps
 
 EMA_SUFFIX = " +EMA"
+#: The label of a shared-config study's row (``--shared``) beside a constraint's tuned rows.
+SHARED = "shared config"
 
 
 def split_ema(result: dict) -> list[dict]:
@@ -91,7 +93,31 @@ def bench_seconds(bench: dict | None, dataset: str, constraint: str) -> float | 
     return None
 
 
-def markdown(spec, search_rows, chosen, final_summary, references, command, bench, total) -> str:
+def shared_rows(study_dirs) -> dict:
+    """{data set: {constraint: row}} of the shared-config studies in ``study_dirs`` (their
+    ``study.json`` summaries), to print beside the tuned rows."""
+    import json
+
+    out: dict = {}
+    for directory in study_dirs or ():
+        path = Path(directory) / "study.json"
+        try:
+            summary = json.loads(path.read_text())["summary"]
+        except (OSError, ValueError, KeyError):
+            from lipgan.errors import ConfigError
+
+            raise ConfigError(
+                f"--shared {directory}: no study report there (study.json); give the dir of a "
+                "finished `lipgan study`"
+            ) from None
+        for dataset, rows in summary.items():
+            out.setdefault(dataset, {}).update(rows)
+    return out
+
+
+def markdown(
+    spec, search_rows, chosen, final_summary, references, command, bench, total, shared=None
+) -> str:
     from lipgan.study.references import BOX_EXPECTED, REAL
 
     lines = ["# lipgan tuned study: each constraint at its own best", ""]
@@ -110,7 +136,9 @@ def markdown(spec, search_rows, chosen, final_summary, references, command, benc
         "iterations; the config with the best final high-quality fraction is re-run at the full "
         f"budget over {spec.seeds} fresh seeds, with a generator EMA (decay {spec.ema_decay}, "
         f"from iteration {spec.ema_start:,}) measured beside the raw generator of the same run. "
-        "Rows: mean ± standard error over seeds (2,500 samples each, PacGAN's protocol).",
+        "Rows: mean ± standard error over seeds (2,500 samples each, PacGAN's protocol). "
+        "*Shared config* rows (`--shared`): the same constraint in a `lipgan study` at the data "
+        "set config's own settings, shared by every constraint.",
         "",
         "*Beats uniform*: the row beats what uniform noise on the data's bounding box scores in "
         "expectation on all three of modes, high quality and reverse KL. *Iterations to target*: "
@@ -152,14 +180,21 @@ def markdown(spec, search_rows, chosen, final_summary, references, command, benc
                 if hq
                 else "–"
             )
-            for label in (constraint, constraint + EMA_SUFFIX):
-                row = final_summary.get(dataset, {}).get(label)
+            labels = [constraint, constraint + EMA_SUFFIX]
+            if constraint in (shared or {}).get(dataset, {}):
+                labels.append(SHARED)
+            for label in labels:
+                row = (
+                    shared[dataset][constraint]
+                    if label == SHARED
+                    else final_summary.get(dataset, {}).get(label)
+                )
                 if row is None:
                     cols = ["–"] * 6
                 else:
                     st = row["stats"]
                     failed = report.beats(st, expected) if expected else ["?"]
-                    seconds = bench_seconds(bench, dataset, constraint)
+                    seconds = None if label == SHARED else bench_seconds(bench, dataset, constraint)
                     cols = [
                         report._fmt(st.get("modes_covered"), 1.0, 1),
                         report._fmt(st.get("high_quality_fraction"), 100.0, 1),
@@ -168,9 +203,16 @@ def markdown(spec, search_rows, chosen, final_summary, references, command, benc
                         report._fmt_target(row, "iterations"),
                         _seconds_to_target(row, seconds),
                     ]
-                shown = config if label == constraint else "same runs, EMA"
+                shown = {constraint: config, SHARED: "the shared config"}.get(
+                    label, "same runs, EMA"
+                )
+                name = (
+                    f"{report.short_label(constraint)}, shared config"
+                    if label == SHARED
+                    else report.short_label(label)
+                )
                 lines.append(
-                    f"| {report.short_label(label)} | {shown} | "
+                    f"| {name} | {shown} | "
                     + (searched if label == constraint else "")
                     + " | "
                     + " | ".join(cols)
@@ -267,12 +309,15 @@ def figure(path: Path, spec, search_rows: dict) -> None:
     plt.close(fig)
 
 
-def write(out: Path, spec, searched, chosen, final, command="", log=None, bench=None) -> dict:
+def write(
+    out: Path, spec, searched, chosen, final, command="", log=None, bench=None, shared_dirs=()
+) -> dict:
     """tune.md/json/png, and the replicates' study report under ``out/final``."""
     from lipgan.study import references as refs
     from lipgan.study.tune import replicate_cells, search_cells
 
     out = Path(out)
+    shared = shared_rows(shared_dirs)
     search_rows = search_summary(spec, searched)
     split = [r for result in final.values() for r in split_ema(result)]
     references = refs.load_or_compute(out, list(spec.datasets), spec.eval_samples, spec.seeds, log)
@@ -311,11 +356,14 @@ def write(out: Path, spec, searched, chosen, final, command="", log=None, bench=
         ],
         "final": final_summary,
         "bench": bench,
+        "shared": {"dirs": [str(d) for d in shared_dirs], "rows": shared},
         "totals": total,
     }
     paths["json"].write_text(dumps(payload))
     paths["markdown"].write_text(
-        markdown(spec, search_rows, chosen, final_summary, references, command, bench, total)
+        markdown(
+            spec, search_rows, chosen, final_summary, references, command, bench, total, shared
+        )
     )
     if search_rows:
         figure(paths["figure"], spec, search_rows)
