@@ -4,9 +4,12 @@
 # 4,000 with generator EMA, on Ray Tune (one trial per run, one CPU each). Re-running the same
 # command resumes: finished runs are read back from their result.json.
 #   LIPGAN_TREE=/path/to/a/checkout runs that tree's code (a snapshot, so that editing the work
-#   tree does not change the code of runs still to start).
+#   tree does not change the code of runs still to start); run it from that tree with an
+#   absolute --out, since Ray puts the driver's working directory first on its workers' path.
+# When the runs are done, `sh studies/tuned/run.sh --bench` on quiet cores adds the side-by-side
+# timing behind the seconds to target.
 set -eu
 export TF_CPP_MIN_LOG_LEVEL=3
 if [ -n "${LIPGAN_TREE:-}" ]; then export PYTHONPATH="$LIPGAN_TREE"; fi
 exec nice -n 10 lipgan tune --configs 20 --search-steps 1000 --seeds 5 --executor tune \
-  --out studies/tuned "$@"
+  --shared studies/converged/ring --shared studies/converged/grid --out studies/tuned "$@"
