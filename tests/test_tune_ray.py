@@ -28,6 +28,17 @@ TINY = [
 ]  # fmt: skip
 
 
+def test_a_missing_ray_is_one_line_that_names_the_tune_executor(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    out = tmp_path / "never"
+    result = CliRunner().invoke(cli, ["tune", *TINY, "--executor", "tune", "--out", str(out)])
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        "Error: --executor tune needs Ray, which is not installed: pip install 'lipgan[ray]'"
+    )
+    assert not out.exists()
+
+
 def test_a_missing_ray_tune_is_one_line_that_says_how_to_install_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray.tune", None)  # `import ray.tune` raises ImportError
     pytest.importorskip("ray")

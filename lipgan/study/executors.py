@@ -138,14 +138,12 @@ def parse_resources(text: str) -> dict[str, float]:
     return resources
 
 
-def import_ray():
+def import_ray(option: str = "--executor ray"):
     """Ray, or a one-line :class:`ConfigError` that says how to install it."""
     try:
         import ray
     except ImportError:
-        raise ConfigError(
-            f"--executor ray needs Ray, which is not installed: {RAY_INSTALL}"
-        ) from None
+        raise ConfigError(f"{option} needs Ray, which is not installed: {RAY_INSTALL}") from None
     return ray
 
 
@@ -168,8 +166,11 @@ class RayExecutor(Executor):
     once, and their cells, orphaned, stop themselves the same way where they can.
     """
 
+    #: The command-line option that chose this executor (for the one-line errors).
+    option = "--executor ray"
+
     def __init__(self, address: str | None = None, resources=None, storage=None):
-        self.ray = import_ray()
+        self.ray = import_ray(self.option)
         self.address = address
         self.resources = {"num_cpus": 1.0, **(resources or {})}
         self.storage = Path(storage).expanduser().absolute() if storage else None

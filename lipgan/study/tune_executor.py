@@ -127,6 +127,7 @@ class TuneExecutor(RayExecutor):
         return f"Ray Tune trials ({res} each) on {self.address or 'Ray default address'}"
 
     _stop_sent = False
+    option = "--executor tune"
 
     def __init__(self, address=None, resources=None, storage=None):
         super().__init__(address, resources, storage)
