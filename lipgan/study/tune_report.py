@@ -314,7 +314,6 @@ def write(
 ) -> dict:
     """tune.md/json/png, and the replicates' study report under ``out/final``."""
     from lipgan.study import references as refs
-    from lipgan.study.tune import replicate_cells, search_cells
 
     out = Path(out)
     shared = shared_rows(shared_dirs)
@@ -324,7 +323,7 @@ def write(
     paths = {"markdown": out / "tune.md", "json": out / "tune.json", "figure": out / "tune.png"}
     final_summary = report.summarize(split) if split else {}
     total = {
-        "search": len(search_cells(spec)),
+        "search": len(spec.datasets) * len(spec.constraints) * spec.configs,
         "search_done": len(searched),
         "final": len(spec.datasets) * len(spec.constraints) * spec.seeds,
     }
@@ -343,7 +342,7 @@ def write(
         cache = out / "final" / "references.json"
         if not cache.is_file() and (out / "references.json").is_file():  # the same rows
             cache.write_bytes((out / "references.json").read_bytes())
-        expected_final = len(replicate_cells(spec, chosen)) * 2 if chosen else None
+        expected_final = 2 * len(spec.datasets) * len(spec.constraints) * spec.seeds
         final_paths = report.write(out / "final", final_spec, split, command, log, expected_final)
         paths.update({f"final_{k}": v for k, v in final_paths.items()})
     payload = {
