@@ -214,6 +214,10 @@ def test_a_tiny_tuned_study_end_to_end_then_resumed(tmp_path):
     md = (out / "tune.md").read_text()
     assert "| gradient_penalty +EMA | same runs, EMA |" in md
     assert "*uniform on the bounding box, expected*" in md and "PARTIAL" not in md
+    # one driver session per phase (search, replicates), summed: the wall time end to end
+    wall = data["totals"]["wall"]
+    assert wall["sessions"] == 2 and wall["cells"] == 4 + 2 and wall["killed"] == 0
+    assert "Wall time, end to end: **0 h" in md and "2 driver session(s) that finished 6 runs" in md
     study = (out / "final" / "study.md").read_text()
     assert "| gradient_penalty +EMA |" in study and "| weight_clip |" in study
     for name in ("tune.png", "final/study.png"):
@@ -229,6 +233,8 @@ def test_a_tiny_tuned_study_end_to_end_then_resumed(tmp_path):
     again = tune.run_tune(spec, out, executor=LocalExecutor(2), shared=(shared,))
     assert json.loads((out / "tune.json").read_text())["final"]["8gaussians"] == final
     assert len(again.final) == 2
+    # nothing was run, so no new session
+    assert json.loads((out / "tune.json").read_text())["totals"]["wall"]["sessions"] == 2
     md = (out / "tune.md").read_text()
     assert "| gradient_penalty, shared config | the shared config |  | 7.5 ± 0.2 |" in md
     assert "weight_clip, shared config" not in md  # no such row in that study

@@ -5,6 +5,8 @@ Layout of a study dir::
     OUT/spec.json                       the StudySpec (a different one is refused unless --force)
     OUT/runs/<data set>/<SPEC>/seed<k>/ an ordinary lipgan run dir per cell, with result.json
     OUT/study.json, study.md, study.png the report
+    OUT/sessions/<start>-<pid>.json     one per driver session: the wall time end to end
+                                        (:mod:`lipgan.study.sessions`)
 
 A cell is finished when its ``result.json`` exists and records the same cell (status ok or failed);
 an unfinished cell is (re)started with ``python -m lipgan.study.cell``, which resumes its run dir
@@ -27,6 +29,7 @@ from pathlib import Path
 from lipgan import child_process
 from lipgan.errors import ConfigError, Interrupted
 from lipgan.interrupt import SIGNALS
+from lipgan.study import sessions
 from lipgan.study.spec import Cell, StudySpec, check_spec, dumps
 
 
@@ -244,9 +247,10 @@ def execute(
     )
     killed: list[str] = []
     executor.log = log  # an executor's own lines (e.g. Ray Tune restoring an experiment)
+    session = sessions.DriverSession.start(out) if todo else None
     if todo:
         executor.start()  # before the stop handlers: Ray's start-up installs its own
-    with _forwarding_signals(executor):
+    with _forwarding_signals(executor), _recording(session, executor):
         for n, (cell, result) in enumerate(executor.run(out, todo, threads), 1):
             if result is None:
                 log(f"[{len(results)}/{total}] {cell.name}: stopped, resumable")
@@ -256,6 +260,7 @@ def execute(
                 log(f"[{len(results)}/{total}] {cell.name}: {result['error']}")
                 continue
             results[cell] = result
+            session.cell_finished()
             state = "ok" if result["status"] == "ok" else f"FAILED ({result.get('error')})"
             elapsed = time.perf_counter() - started
             log(
@@ -275,6 +280,20 @@ def execute(
             128 + signum,
         )
     return results
+
+
+@contextlib.contextmanager
+def _recording(session: sessions.DriverSession | None, executor):
+    """Ends ``session`` (:mod:`lipgan.study.sessions`) as finished or stopped, whatever way the
+    loop leaves (a stop request, an error, or all cells run)."""
+    try:
+        yield
+    except BaseException:
+        if session is not None:
+            session.end("stopped")
+        raise
+    if session is not None:
+        session.end("stopped" if executor.signum is not None else "finished")
 
 
 @contextlib.contextmanager

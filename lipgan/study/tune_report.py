@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lipgan.study import report, search
+from lipgan.study import report, search, sessions
 from lipgan.study.curve import NO_EMA
 from lipgan.study.spec import dumps
 
@@ -147,6 +147,7 @@ def markdown(
         "the row's seconds per iteration in a quiet side-by-side bench (bench.json).",
         "",
     ]
+    lines += [wall_line(total.get("wall")), ""]
     if bench:
         lines += [f"Bench: {bench.get('machine', '?')}; `{bench.get('command', '')}`.", ""]
     for dataset in spec.datasets:
@@ -254,6 +255,23 @@ def markdown(
     return "\n".join(lines)
 
 
+def wall_line(wall: dict | None) -> str:
+    """The study's wall time as :func:`lipgan.study.sessions.wall_time` sums it."""
+    if not wall or not wall["sessions"]:
+        return "Wall time: no driver session recorded (`sessions/` under search and final)."
+    hours, minutes = divmod(round(wall["seconds"] / 60), 60)
+    killed = (
+        f"; {wall['killed']} without a recorded end, counted to their last finished run"
+        if wall["killed"]
+        else ""
+    )
+    return (
+        f"Wall time, end to end: **{hours} h {minutes:02d} min** summed over {wall['sessions']} "
+        f"driver session(s) that finished {wall['cells']} runs{killed} (`sessions/`; the gaps "
+        "between sessions do not count)."
+    )
+
+
 def _seconds_to_target(row: dict, seconds_per_iteration: float | None) -> str:
     hit = row.get("to_target")
     if not hit or seconds_per_iteration is None:
@@ -326,6 +344,7 @@ def write(
         "search": len(spec.datasets) * len(spec.constraints) * spec.configs,
         "search_done": len(searched),
         "final": len(spec.datasets) * len(spec.constraints) * spec.seeds,
+        "wall": sessions.wall_time(out / "search", out / "final"),
     }
     if split:
         final_spec = {
