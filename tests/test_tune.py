@@ -102,26 +102,33 @@ def test_a_search_config_reaches_the_trainer_it_binds(name):
         assert constraint.noise == "reference" and constraint.noise_scale == 0.5
 
 
-def _result(hq, kl=0.1, modes=8, status="ok"):
-    metrics = {"high_quality_fraction": hq, "reverse_kl": kl, "modes_covered": modes}
+def _result(hq, kl=0.1, modes=8, status="ok", w1=0.5):
+    metrics = {"high_quality_fraction": hq, "reverse_kl": kl, "modes_covered": modes, "w1": w1}
     return {"status": status, "metrics": metrics if status == "ok" else {}}
 
 
-def test_the_choice_is_the_best_high_quality_then_reverse_kl_and_never_a_failed_trial():
-    spec = tune.TuneSpec(("gradient_penalty", "r1"), ("ring",), configs=3)
+def test_the_choice_is_the_nearest_in_w1_then_high_quality_then_kl_never_a_failed_trial():
+    spec = tune.TuneSpec(("gradient_penalty", "r1", "dragan"), ("ring",), configs=3)
     cells = tune.search_cells(spec)
-    scores = [_result(0.5), _result(0.8, 0.2), _result(0.8, 0.1)]  # GP: config 2 by its KL
-    scores += [_result(0.0, math.inf, 1), _result(0.0, 0.0, 0, status="failed"), _result(0.01)]
+    # GP: the collapsed config (all its samples high quality, one mode) is far in W1: config 0
+    scores = [_result(0.5, w1=0.1), _result(0.8, w1=0.3), _result(1.0, 2.08, 1, w1=3.7)]
+    # R1: a failed trial is never chosen, even with a NaN-free W1 left in its record; equal W1
+    # goes to the higher high quality: config 2
+    scores += [_result(0.0, status="failed", w1=0.0), _result(0.1, w1=0.2), _result(0.3, w1=0.2)]
+    # DRAGAN: equal W1 and high quality go to the lower reverse KL; a NaN W1 counts as far
+    scores += [_result(0.3, 0.2), _result(0.3, 0.1), _result(0.9, w1=math.nan)]
     chosen = tune.choose(spec, dict(zip(cells, scores, strict=True)))
-    assert chosen[("ring", "gradient_penalty")]["trial"] == 2
+    assert chosen[("ring", "gradient_penalty")]["trial"] == 0
     assert chosen[("ring", "r1")]["trial"] == 2
+    assert chosen[("ring", "dragan")]["trial"] == 1
     assert chosen[("ring", "r1")]["config"] == search.draw("r1", 2)
     replicates = tune.replicate_cells(spec, chosen)
-    assert [c.seed for c in replicates] == list(range(spec.seeds)) * 2
+    assert [c.seed for c in replicates] == list(range(spec.seeds)) * 3
     assert not {c.seed for c in replicates} & {c.seed for c in cells}  # fresh seeds
     assert replicates[0].steps == 4000 and replicates[0].trial is None
     assert f"train.ema_decay = {tune.EMA_DECAY!r}" in replicates[0].bindings
-    assert set(search.bindings("r1", search.draw("r1", 2), 4000)) <= set(replicates[-1].bindings)
+    r1 = next(c for c in replicates if c.constraint == "r1")
+    assert set(search.bindings("r1", search.draw("r1", 2), 4000)) <= set(r1.bindings)
 
 
 def test_the_expected_best_of_k_is_the_mean_best_over_every_subset():

@@ -155,10 +155,11 @@ def bindings(constraint: str, config: dict, steps: int) -> tuple[str, ...]:
 
 
 def describe(config: dict) -> str:
-    """``lr 3.2e-04, β₁ 0.41, β₂ 0.9, n_critic 5, weight 2.1``: a config on one line."""
+    """``lr 0.00146, β₁ 0.244, β₂ 0.999, n_critic 5, weight 2.15``: a config on one line (three
+    significant digits, so that β₂ 0.999 is not shown as 1)."""
     names = {"learning_rate": "lr", "beta_1": "β₁", "beta_2": "β₂"}
     parts = []
     for key, value in config.items():
-        text = f"{value:.2g}" if isinstance(value, float) else str(value)
+        text = f"{value:.3g}" if isinstance(value, float) else str(value)
         parts.append(f"{names.get(key, key)} {text}")
     return ", ".join(parts)

@@ -68,21 +68,32 @@ def _hq(result: dict | None) -> float:
     return float(value) if ok and math.isfinite(value) else 0.0
 
 
+def _w1(result: dict | None) -> float | None:
+    value = ((result or {}).get("metrics") or {}).get("w1")
+    ok = (result or {}).get("status") == "ok" and value is not None
+    return float(value) if ok and math.isfinite(value) else None
+
+
 def search_summary(spec, searched: dict) -> dict:
-    """{data set: {constraint: {'hq': [per config], 'failed', 'best_of_k'}}} (HQ as fractions;
-    a failed trial scores 0, as it would for a user)."""
+    """{data set: {constraint: {'hq', 'w1': [per config], 'failed', 'best_of_k',
+    'best_of_k_w1'}}}. HQ as fractions, a failed trial scoring 0 as it would for a user; W1 (the
+    choice's criterion, lower is better) is None for a failed trial, whose distance is unknown,
+    and its best of k is taken over the finished trials."""
     out: dict = {}
     for cell, result in searched.items():
         row = out.setdefault(cell.dataset, {}).setdefault(
             cell.constraint, {"trials": {}, "failed": 0}
         )
-        row["trials"][cell.trial] = _hq(result)
+        row["trials"][cell.trial] = (_hq(result), _w1(result))
         row["failed"] += result.get("status") != "ok"
     for rows in out.values():
         for row in rows.values():
             trials = row.pop("trials")
-            row["hq"] = [trials[k] for k in sorted(trials)]
+            row["hq"] = [trials[k][0] for k in sorted(trials)]
+            row["w1"] = [trials[k][1] for k in sorted(trials)]
             row["best_of_k"] = expected_best(row["hq"])
+            finished = [-w for w in row["w1"] if w is not None]
+            row["best_of_k_w1"] = [-b for b in expected_best(finished)]
     return out
 
 
@@ -133,7 +144,7 @@ def markdown(
     lines += [
         f"Protocol (Lucic et al. 2018): per data set and constraint, {spec.configs} configs drawn "
         f"from the constraint's ranges (below), each trained once for {spec.search_steps:,} "
-        "iterations; the config with the best final high-quality fraction is re-run at the full "
+        "iterations; the config nearest the data in exact W1 (Lucic et al. choose by FID) is re-run at the full "
         f"budget over {spec.seeds} fresh seeds, with a generator EMA (decay {spec.ema_decay}, "
         f"from iteration {spec.ema_start:,}) measured beside the raw generator of the same run. "
         "Rows: mean ± standard error over seeds (2,500 samples each, PacGAN's protocol). "
@@ -159,7 +170,7 @@ def markdown(
         head = [
             "constraint",
             "chosen config",
-            f"search HQ %: best / median of {spec.configs}",
+            f"search of {spec.configs}: W1 chosen / median; HQ % chosen / best",
             "modes",
             "high quality %",
             "reverse KL",
@@ -176,9 +187,8 @@ def markdown(
             if hq and len(hq) < spec.configs:
                 config += f" (best of {len(hq)} so far)"
             searched = (
-                f"{100 * max(hq):.1f} / {100 * float(np.median(hq)):.1f}"
-                + (f" ({s['failed']} failed)" if s["failed"] else "")
-                if hq
+                _searched(s, found) + (f" ({s['failed']} failed)" if s["failed"] else "")
+                if hq and found
                 else "–"
             )
             labels = [constraint, constraint + EMA_SUFFIX]
@@ -210,7 +220,7 @@ def markdown(
                 name = (
                     f"{report.short_label(constraint)}, shared config"
                     if label == SHARED
-                    else report.short_label(label)
+                    else report.short_label(constraint) + label[len(constraint) :]
                 )
                 lines.append(
                     f"| {name} | {shown} | "
@@ -255,6 +265,15 @@ def markdown(
     return "\n".join(lines)
 
 
+def _searched(row: dict, found: dict) -> str:
+    """The chosen config's W1 and high quality in its search beside the search's median W1 and
+    best high quality (a failed trial's W1 is unknown: the median is over the finished ones)."""
+    chosen_w1, chosen_hq = -found["score"][0], found["score"][1]
+    finished = [w for w in row["w1"] if w is not None]
+    median = f"{float(np.median(finished)):.3f}" if finished else "–"
+    return f"{chosen_w1:.3f} / {median}; {100 * chosen_hq:.1f} / {100 * max(row['hq']):.1f}"
+
+
 def wall_line(wall: dict | None) -> str:
     """The study's wall time as :func:`lipgan.study.sessions.wall_time` sums it."""
     if not wall or not wall["sessions"]:
@@ -283,8 +302,8 @@ def _seconds_to_target(row: dict, seconds_per_iteration: float | None) -> str:
 
 
 def figure(path: Path, spec, search_rows: dict) -> None:
-    """Per data set: expected best HQ vs configs tried, one line per constraint; and every
-    config's final HQ as a dot (the spread of the search)."""
+    """Per data set: the expected best of k configs, in W1 (the choice's criterion) and in high
+    quality, one line per constraint; and every config's final high quality as a dot."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -292,29 +311,41 @@ def figure(path: Path, spec, search_rows: dict) -> None:
 
     datasets = [d for d in spec.datasets if d in search_rows]
     fig, axes = plt.subplots(
-        2, max(1, len(datasets)), figsize=(6.5 * max(1, len(datasets)), 9), squeeze=False
+        3, max(1, len(datasets)), figsize=(6.5 * max(1, len(datasets)), 13), squeeze=False
     )
     colors = plt.get_cmap("tab10")
     for j, dataset in enumerate(datasets):
-        top, bottom = axes[0][j], axes[1][j]
+        w1_axis, top, bottom = axes[0][j], axes[1][j], axes[2][j]
         for i, constraint in enumerate(spec.constraints):
             row = search_rows[dataset].get(constraint)
             if not row:
                 continue
             label = report.short_label(constraint)
+            best_w1 = row.get("best_of_k_w1") or []
+            w1_axis.plot(np.arange(1, len(best_w1) + 1), best_w1, color=colors(i % 10), label=label)
             k = np.arange(1, len(row["best_of_k"]) + 1)
             top.plot(k, 100 * np.asarray(row["best_of_k"]), color=colors(i % 10), label=label)
             jitter = (np.random.default_rng(i).random(len(row["hq"])) - 0.5) * 0.3
             bottom.scatter(
                 i + jitter, 100 * np.asarray(row["hq"]), s=14, color=colors(i % 10), alpha=0.8
             )
-        top.set_title(f"{dataset}: expected best of k configs ({spec.search_steps:,} iterations)")
+        w1_axis.set_title(
+            f"{dataset}: expected best W1 of k configs (the choice; failed trials left out)"
+        )
+        w1_axis.set_xlabel("configs tried (k)")
+        w1_axis.set_ylabel("W1 to the data (lower is better)")
+        w1_axis.set_yscale("log")
+        w1_axis.grid(alpha=0.3, which="both")
+        w1_axis.legend(fontsize=8, loc="upper right")
+        top.set_title(f"{dataset}: expected best high quality of k configs")
         top.set_xlabel("configs tried (k)")
         top.set_ylabel("high quality % of the best")
         top.set_ylim(0, 100)
         top.grid(alpha=0.3)
         top.legend(fontsize=8, loc="lower right")
-        bottom.set_title(f"{dataset}: every config's final high quality")
+        bottom.set_title(
+            f"{dataset}: every config's final high quality ({spec.search_steps:,} iterations)"
+        )
         bottom.set_xticks(range(len(spec.constraints)))
         bottom.set_xticklabels(
             [report.short_label(c) for c in spec.constraints], rotation=30, ha="right", fontsize=8
