@@ -20,7 +20,7 @@ _LAZY = {
     "StrategyPlugin": "lipgan.strategy",
     "StrategyUnavailable": "lipgan.strategy",
     "Trainer": "lipgan.trainer",
-    "TrainState": "lipgan.trainer",
+    "TrainState": "lipgan.train_state",
     "Intervals": "lipgan.trainer",
     "Callback": "lipgan.callbacks",
     "StepConfig": "lipgan.engine",

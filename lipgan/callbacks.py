@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lipgan.loop import TrainState
+    from lipgan.train_state import TrainState
 
 
 class Callback:

@@ -1,5 +1,6 @@
-"""The ``lipgan`` command line: ``run`` trains from gin files, ``eval``/``sample`` read a run dir,
-``config show`` resolves a config, ``plugins`` lists what was discovered.
+"""The ``lipgan`` command line: ``run`` trains from gin files, ``eval``/``sample``/``audit`` read a
+run dir (:mod:`lipgan.rundir_cli`), ``config show`` resolves a config, ``plugins`` lists what was
+discovered. Options the commands share are in :mod:`lipgan.cli_shared`.
 
 Every user error is a :class:`~lipgan.errors.LipganError` printed as one line on stderr with exit
 status 1 (an interrupted run: 128 + the signal), never a traceback. TensorFlow is imported inside
@@ -8,7 +9,6 @@ commands, after its C++ log level is set.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
 import os
@@ -19,41 +19,22 @@ from pathlib import Path
 import click
 
 from lipgan.bench_cli import bench
+from lipgan.cli_shared import (
+    DEFAULT_CONFIG,
+    call,
+    config_options,
+    disable_option,
+    discover,
+    parse,
+    summarize,
+)
 from lipgan.errors import ConfigError, Interrupted, LipganError, first_line
 from lipgan.reproduce.command import reproduce
+from lipgan.rundir_cli import audit_command, eval_command, resume, sample
 from lipgan.study_cli import study
 from lipgan.tune_cli import tune
 
-DEFAULT_CONFIG = "wgangp_toy_quick.gin"
 GIN_CALL_MARKER = "In call to configurable"
-
-
-#: Options shared by the commands that read a config or discover plugins.
-disable_option = click.option(
-    "--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name."
-)
-
-
-#: Seeds that numpy and TensorFlow's stateless RNG both take (click names the range on misuse).
-SEED = click.IntRange(min=0, max=2**31 - 1)
-
-
-def config_options(command):
-    """``--gin FILE...`` and ``--bind 'a.b=v'...``: the config a command reads."""
-    command = click.option(
-        "--bind",
-        "bindings",
-        multiple=True,
-        metavar="'a.b=v'",
-        help="Extra gin binding (repeatable).",
-    )(command)
-    return click.option(
-        "--gin",
-        "gin_files",
-        multiple=True,
-        metavar="FILE",
-        help=f"Gin config file or shipped config name (repeatable; default: {DEFAULT_CONFIG}).",
-    )(command)
 
 
 def _fail(message: str) -> None:
@@ -66,15 +47,6 @@ def _import_tensorflow(verbose: bool) -> None:
     from lipgan.quiet_tf import import_tensorflow
 
     import_tensorflow(verbose)
-
-
-def _discover(disabled):
-    from lipgan.plugins import load_registry
-
-    discovery = load_registry(disabled=disabled)
-    for notice in discovery.notices:
-        click.echo(notice, err=True)
-    return discovery
 
 
 class LipganGroup(click.Group):
@@ -153,44 +125,6 @@ def _default_run_dir(gin_files) -> Path:
     return Path("runs") / f"{stem}-{stamp}-{os.getpid()}"
 
 
-def _parse(discovery, gin_files, bindings, strategy_name=None):
-    from lipgan import config
-
-    bindings = list(bindings)
-    if strategy_name:
-        discovery.registry.get("strategy", strategy_name)  # one-line error listing known names
-        bindings.append(f"train.strategy = @{strategy_name}()")
-    config.parse(list(gin_files), bindings, discovery.registry)
-
-
-def _call(fn, mock_data: bool, **kwargs):
-    from lipgan.data import mock_data as mocking
-
-    if not mock_data:
-        return fn(**kwargs)
-    with mocking(num_examples=64):
-        return fn(**kwargs)
-
-
-def _run_config(run_dir: Path, option: str) -> Path | None:
-    """``run_dir/config.gin``; None for a run written from Python (``trainer.json``,
-    :mod:`lipgan.architecture`); or a one-line error saying why ``run_dir`` is not a run dir."""
-    from lipgan.architecture import TRAINER, describes
-    from lipgan.rundir import CONFIG
-
-    if not run_dir.is_dir():
-        raise ConfigError(f"{option} {run_dir}: no such run directory")
-    config = run_dir / CONFIG
-    if not config.is_file():
-        if describes(run_dir):
-            return None
-        raise ConfigError(
-            f"{option} {run_dir}: no {CONFIG} or {TRAINER} there, so it is not a lipgan run "
-            "directory"
-        )
-    return config
-
-
 @cli.command()
 @config_options
 @click.option(
@@ -206,7 +140,7 @@ def _run_config(run_dir: Path, option: str) -> Path | None:
     "resume_dir",
     type=click.Path(path_type=Path),
     metavar="DIR",
-    help="Continue the run in DIR with its own config.gin (extend it with --bind train.steps=N).",
+    help="Continue the run in DIR with its own config (extend it with --bind train.steps=N).",
 )
 @click.option("--force", is_flag=True, help="Continue a run dir even though its config differs.")
 @click.option("--mock-data", is_flag=True, help="Use tfds.testing.mock_data instead of real data.")
@@ -226,218 +160,36 @@ def run(
     verbose,
 ):
     """Train a WGAN from gin config files (re-running on a run dir resumes it)."""
+    from lipgan import config, record
     from lipgan.progress import for_terminal
     from lipgan.rundir import check_location
 
     if resume_dir is not None:
-        config_file = _run_config(resume_dir, "--resume")
         if run_dir is not None and run_dir.resolve() != resume_dir.resolve():
             raise ConfigError(
                 "--resume DIR already names the run dir; drop --run-dir or make them equal"
             )
-        run_dir = resume_dir
-        if config_file is None:  # written from Python: trainer.json and the models' files
-            state = _resume_python(
-                run_dir, gin_files, bindings, strategy_name, force, quiet, disabled, mock_data
-            )
-            _summarize(state, run_dir, quiet)
-            return
-        gin_files = list(gin_files) or [str(config_file)]
-    discovery = _discover(disabled)
+        state = resume(
+            resume_dir, gin_files, bindings, strategy_name, force, quiet, disabled, mock_data
+        )
+        summarize(state, resume_dir, quiet)
+        return
+    discovery = discover(disabled)
     gin_files = list(gin_files) or [DEFAULT_CONFIG]
-    _parse(discovery, gin_files, bindings, strategy_name)
+    parse(discovery, gin_files, bindings, strategy_name)
     run_dir = run_dir or _default_run_dir(gin_files)
     check_location(run_dir)
-    from lipgan import config
-
-    state = _call(
+    older = record.older_problem(run_dir)
+    if older:
+        raise ConfigError(older)
+    state = call(
         config.train_configured,
         mock_data,
         run_dir=run_dir,
         force=force,
         progress=for_terminal(quiet),
     )
-    _summarize(state, run_dir, quiet)
-
-
-def _summarize(state, run_dir: Path, quiet: bool) -> None:
-    """The run's last line: its last evaluation (:func:`lipgan.evaluation.summary_line`), or with
-    --quiet the run dir alone."""
-    from lipgan.evaluation import summary_line
-
-    click.echo(str(run_dir) if quiet else summary_line(state.history, run_dir))
-
-
-def _resume_python(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled, mock_data):
-    """``lipgan run --resume DIR`` on a run dir written by ``Trainer.fit`` (no config.gin).
-
-    ``--mock-data`` is honoured as in a gin run (the Trainer is built and trained under it), or
-    refused in one line where the run's data is stored in DIR (:func:`_check_mock_data`)."""
-    from lipgan.progress import for_terminal
-    from lipgan.run import load_run_dir
-
-    if gin_files:
-        raise ConfigError(
-            f"--resume {run_dir}: written from Python (no config.gin), so it takes no --gin; "
-            "extend it with --bind train.steps=N"
-        )
-    _check_mock_data(run_dir, mock_data)
-    registry = _discover(disabled).registry
-    strategy = registry.get("strategy", strategy_name)() if strategy_name else None
-
-    def resume():
-        trainer, steps = load_run_dir(
-            run_dir, registry, resume=True, bound=bindings, strategy=strategy
-        )
-        return trainer.fit(steps, run_dir=run_dir, force=force, progress=for_terminal(quiet))
-
-    return _call(resume, mock_data)
-
-
-def _check_mock_data(run_dir: Path, mock_data: bool) -> None:
-    """``--mock-data`` on a run dir written from Python: one line where it cannot apply
-    (:func:`lipgan.architecture.check_mock_data`), before anything is built or written."""
-    from lipgan.architecture import check_mock_data
-
-    if mock_data:
-        check_mock_data(run_dir)
-
-
-def _load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: bool = True):
-    """The Trainer of ``run_dir`` (its own config, default strategy) with its latest checkpoint."""
-    from lipgan import config
-    from lipgan.run import load_run_dir
-
-    config_file = _run_config(run_dir, "RUN_DIR")
-    discovery = _discover(disabled)
-    # Evaluation and sampling run where the user is, not where the run trained (maybe a TPU).
-    if config_file is None:  # written from Python
-        _check_mock_data(run_dir, mock_data)
-        trainer, _ = _call(
-            load_run_dir,
-            mock_data,
-            run_dir=run_dir,
-            registry=discovery.registry,
-            need_data=need_data,
-            bound=bindings,
-        )
-    else:
-        _parse(discovery, [str(config_file)], [*bindings, "train.strategy = @default()"])
-        trainer = _call(config.build_trainer, mock_data)
-    step = trainer.restore(run_dir, lambda line: click.echo(line, err=True))
-    return trainer, step
-
-
-@cli.command(name="eval")
-@click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option(
-    "--samples",
-    "num_samples",
-    type=click.IntRange(min=2),
-    help="Generated samples (default: train.eval_samples).",
-)
-@click.option(
-    "--bind",
-    "bindings",
-    multiple=True,
-    metavar="'a.b=v'",
-    help="Extra gin binding, e.g. train.inception_weights.",
-)
-@click.option("--mock-data", is_flag=True, help="Real samples from tfds.testing.mock_data.")
-@disable_option
-def eval_command(run_dir, num_samples, bindings, mock_data, disabled):
-    """Metrics of the latest checkpoint of RUN_DIR, as JSON on stdout."""
-    trainer, step = _load_run(run_dir, bindings, mock_data, disabled)
-    metrics = _call(trainer.evaluate, mock_data, num_samples=num_samples)
-    payload = {
-        "run_dir": str(run_dir),
-        "step": step,
-        **{k.removeprefix("eval/"): v for k, v in metrics.items()},
-    }
-    click.echo(json.dumps(payload, indent=2))
-
-
-@cli.command(name="audit")
-@click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option(
-    "--points",
-    type=click.IntRange(min=1),
-    default=512,
-    show_default=True,
-    help="Real, fake and interpolated points each.",
-)
-@click.option("--seed", type=SEED, help="Sampling seed (default: the run's train.seed).")
-@click.option("--mock-data", is_flag=True, help="Real samples from tfds.testing.mock_data.")
-@click.option(
-    "--disable-plugin", "disabled", multiple=True, metavar="NAME", help="Block a plugin by name."
-)
-def audit_command(run_dir, points, seed, mock_data, disabled):
-    """Lipschitz audit of the latest checkpoint of RUN_DIR (lower and upper bounds), as JSON."""
-    trainer, step = _load_run(run_dir, [], mock_data, disabled)
-    result = _call(trainer.audit, mock_data, points=points, seed=seed)
-    click.echo(json.dumps({"run_dir": str(run_dir), "step": step, **result}, indent=2))
-
-
-@cli.command()
-@click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option(
-    "-n",
-    "num",
-    type=click.IntRange(min=1),
-    default=64,
-    show_default=True,
-    help="Number of samples.",
-)
-@click.option(
-    "--out",
-    "out",
-    type=click.Path(path_type=Path),
-    required=True,
-    help="Output file: OUT.npz (array 'samples') and OUT.png next to it.",
-)
-@click.option("--seed", type=SEED, help="Noise seed (default: the run's train.seed).")
-@disable_option
-def sample(run_dir, num, out, seed, disabled):
-    """Generate samples from the latest checkpoint of RUN_DIR (.npz and a PNG grid or scatter)."""
-    import numpy as np
-
-    from lipgan import evaluation
-
-    npz = out if out.suffix == ".npz" else out.with_name(out.name + ".npz")
-    if npz.parent.exists() and not npz.parent.is_dir() or npz.is_dir():
-        raise ConfigError(f"--out {out}: cannot write {npz} there")
-    trainer, step = _load_run(run_dir, [], False, disabled, need_data=False)
-    seed = trainer.seed if seed is None else seed
-    samples = trainer.sample(num, seed)
-    real = _real_points(trainer, num, seed)
-    png = evaluation.render(trainer.wgan, samples, real, title=f"{run_dir.name} step {step}")
-    written = [npz]
-    try:
-        npz.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(npz, samples=samples, step=step, seed=seed)
-        if png:
-            npz.with_suffix(".png").write_bytes(png)
-            written.append(npz.with_suffix(".png"))
-    except OSError as exc:
-        for path in written:
-            with contextlib.suppress(OSError):
-                path.unlink()  # nothing half-written
-        raise ConfigError(
-            f"--out {out}: cannot write {exc.filename or npz} ({exc.strerror or exc}); "
-            "choose a writable place"
-        ) from None
-    click.echo(" ".join(str(p) for p in written))
-
-
-def _real_points(trainer, n: int, seed: int):
-    """``n`` real examples to draw beside a 2-D run's samples, from the run's data; None for
-    images (a grid of samples only) and for a Python run whose data was not stored (the plot
-    says so)."""
-    from lipgan import evaluation
-
-    if trainer.wgan.data_shape != (2,) or getattr(trainer.dataset, "no_examples", False):
-        return None
-    return evaluation.real_samples(trainer.dataset, n, trainer.global_batch_size, seed)
+    summarize(state, run_dir, quiet)
 
 
 @cli.group(name="config")
@@ -453,11 +205,11 @@ def config_group():
 def config_show(gin_files, bindings, strategy_name, as_json, disabled):
     """Print the config that `lipgan run` would use (files + bindings, resolved), then exit."""
     import gin
-    from lipgan.rundir import bindings as parse_bindings
+    from lipgan.config import bindings_of
 
-    _parse(_discover(disabled), list(gin_files) or [DEFAULT_CONFIG], bindings, strategy_name)
+    parse(discover(disabled), list(gin_files) or [DEFAULT_CONFIG], bindings, strategy_name)
     text = gin.config_str()
-    click.echo(json.dumps(parse_bindings(text), indent=2) if as_json else text.rstrip())
+    click.echo(json.dumps(bindings_of(text), indent=2) if as_json else text.rstrip())
 
 
 @cli.command()
@@ -465,7 +217,7 @@ def config_show(gin_files, bindings, strategy_name, as_json, disabled):
 @disable_option
 def plugins(as_json, disabled):
     """List discovered constraints and strategies with their source."""
-    discovery = _discover(disabled)
+    discovery = discover(disabled)
     entries = []
     for entry in discovery.registry.entries():
         item = entry.as_dict()
@@ -492,6 +244,9 @@ def plugins(as_json, disabled):
         click.echo(f"blocked: {', '.join(discovery.blocked)}")
 
 
+cli.add_command(eval_command)
+cli.add_command(audit_command)
+cli.add_command(sample)
 cli.add_command(bench)
 cli.add_command(study)
 cli.add_command(tune)

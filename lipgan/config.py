@@ -20,18 +20,12 @@ import keras
 
 import gin
 from lipgan import models
-from lipgan.callbacks import Callback
 from lipgan.data import pipeline
 from lipgan.errors import ConfigError
 from lipgan.ranges import out_of_range
+from lipgan.record import RecordPart
 from lipgan.registry import Registry
-from lipgan.rundir import (
-    CONFIG,
-    RunDir,
-    config_differences,
-    different_config,
-    legacy_config_differences,
-)
+from lipgan.rundir import RunDir
 
 _REGISTERED = False
 
@@ -104,61 +98,88 @@ def _expose_plugins(registry: Registry) -> None:
             _PLUGIN_CONFIGURABLES[name] = cls
 
 
-class GinRecord(Callback):
-    """The CLI's gin record in the run dir, a :meth:`lipgan.Trainer.fit` callback (fit knows no gin).
+class GinRecord(RecordPart):
+    """The CLI's gin config in the run's record (``run.json``'s ``gin`` section), a
+    :meth:`lipgan.Trainer.fit` callback (fit knows no gin).
 
-    When training starts, ``config.gin``: the files and bindings as parsed, what ``--resume``
-    re-reads. When it ends, ``operative_config.gin``: every parameter actually used, defaults
-    included. Written by the chief only. A ``config.gin`` replaced with ``--force`` by one that
-    differs in what a step computes is kept as ``config-before-<step>.gin``, beside
-    ``settings-before-<step>.json``.
+    When training begins: the files and bindings as parsed (``config``), what ``--resume`` and
+    ``eval``/``sample``/``audit`` parse again. When it ends normally: every parameter actually
+    used, defaults included (``operative``), also written as ``operative_config.gin`` for people
+    to read. The training loop writes the record (chief only); nothing compares this section: the
+    record's settings are compared.
     """
 
-    def __init__(self, run_dir, force: bool = False):
+    key = "gin"
+
+    def __init__(self, run_dir):
         self.run_dir = Path(run_dir)
-        self.force = force
         self.text = gin.config_str()
 
-    def _chief(self) -> bool:
-        return self.trainer is None or self.trainer.chief
-
-    def on_train_begin(self, step: int, steps: int) -> None:
-        if not self._chief():
-            return
-        run = RunDir(self.run_dir)
-        old = run.saved_config()
-        replaced = (
-            self.force
-            and old is not None
-            and bool(run.checkpoint_steps())
-            and bool(config_differences(old, self.text))
-        )
-        run.write_record(CONFIG, self.text, step, replaced)
+    def section(self, final: bool) -> dict:
+        return {"config": self.text, "operative": gin.operative_config_str() if final else None}
 
     def on_train_end(self, state) -> None:
-        if self._chief():
+        if self.trainer is None or self.trainer.chief:
             RunDir(self.run_dir).write_operative_config(gin.operative_config_str())
 
 
 def train_configured(*, run_dir, force: bool = False, progress=None):
-    """Call the gin-configured root ``train`` on ``run_dir``, recording the config there
-    (:class:`GinRecord`): ``lipgan run``'s call, and a study cell's.
-
-    A run dir written before ``settings.json`` existed is compared here by its ``config.gin``
-    (:func:`lipgan.rundir.legacy_config_differences`), since fit compares settings records only;
-    once it matches (or with ``force``), fit continues it and records its settings.
-    """
+    """Call the gin-configured root ``train`` on ``run_dir``, recording the config in its record
+    (:class:`GinRecord`): ``lipgan run``'s call, and a study cell's."""
     from lipgan import run
 
-    legacy = legacy_config_differences(run_dir, gin.config_str())
-    if legacy and not force:
-        raise different_config(run_dir, legacy)
     return gin.get_configurable(run.train)(
         run_dir=str(run_dir),
-        force=force or legacy is not None,  # checked above: there is no settings.json to compare
+        force=force,
         progress=progress,
-        callbacks=[GinRecord(run_dir, force)],
+        callbacks=[GinRecord(run_dir)],
     )
+
+
+def parse_text(text: str, bindings: list[str], registry: Registry) -> None:
+    """Clear gin, then parse a run record's gin config (``gin.config_str()`` as it was written)
+    and ``bindings`` after it."""
+    register_configurables(registry)
+    gin.clear_config()
+    try:
+        with _quiet_gin_logging():
+            gin.parse_config(text)
+    except Exception as exc:  # noqa: BLE001 - a plugin the run used may be gone, or its module
+        gin.clear_config()
+        raise ConfigError(
+            _one_line(exc, "the run's recorded gin config", registry)
+            + " (install or enable what the run used)"
+        ) from None
+    _parse_bindings(bindings, registry)
+
+
+def bound_steps() -> int:
+    """``train.steps`` as the parsed config binds it (the root's default when it does not)."""
+    from lipgan import run
+
+    try:
+        return int(gin.query_parameter("train.steps"))
+    except ValueError:
+        return run.STEPS
+
+
+_BINDING = re.compile(r"^(?P<key>[\w./]+)\s*=\s*(?P<value>.*)$")
+
+
+def bindings_of(config_text: str) -> dict[str, str]:
+    """``{'scope/configurable.param': 'value'}`` of a gin config as written by ``gin.config_str()``."""
+    out: dict[str, str] = {}
+    key = None
+    for line in config_text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = _BINDING.match(line) if not line[0].isspace() else None
+        if match:
+            key = match.group("key")
+            out[key] = match.group("value").strip()
+        elif key is not None:  # a long value continued on an indented line
+            out[key] += " " + line.strip()
+    return out
 
 
 def query(gin_files: list[str], name: str, registry: Registry):
@@ -431,6 +452,12 @@ def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list
                 f"{path}: `import {imported.group(1)}` failed: it raised {type(exc).__name__}: "
                 f"{str(exc).splitlines()[0]}; fix that module or remove the import"
             ) from None
+    _parse_bindings(bindings, registry)
+    return paths
+
+
+def _parse_bindings(bindings: list[str], registry: Registry) -> None:
+    """Parse ``--bind`` strings after the config, then check every value is finite and in range."""
     for binding in bindings:
         if "=" not in binding:
             raise ConfigError(
@@ -451,7 +478,6 @@ def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list
                 _one_line(exc, f"--bind {binding!r}", registry, binding=True)
             ) from None
     check_finite(bindings)
-    return paths
 
 
 _NOT_A_NUMBER = re.compile(r"^\s*([+-]?(?:nan|inf|infinity))\s*$", re.IGNORECASE)

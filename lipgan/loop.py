@@ -1,7 +1,9 @@
 """The host loop of :meth:`lipgan.Trainer.fit`: everything a run does between compiled calls.
 
-Below :mod:`lipgan.trainer` (which imports it; it imports no trainer): the loop is given the
-trainer being fit and reads what it needs from it (its WGAN, intervals, data and run-dir record).
+Below :mod:`lipgan.trainer` (which imports it; it imports no trainer): the loop is given narrow
+inputs, not the trainer: the WGAN it steps, the input state it reads and moves
+(:class:`lipgan.training_input.TrainingInput`), the intervals, and the trainer's evaluate, render
+and describe functions.
 
 Order matters for "nothing half-written": the trainer has already created the strategy, the data and
 the models; the run dir is checked (location, settings, checkpoints) before anything is written, so a
@@ -17,15 +19,16 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import keras
 import tensorflow as tf
 
-from lipgan import architecture
+from lipgan import record
 from lipgan.callbacks import Callback
 from lipgan.checkpoint import RunCheckpoint, checkpointable
+from lipgan.engine import Intervals
 from lipgan.errors import (
     CheckpointError,
     DatasetError,
@@ -36,30 +39,8 @@ from lipgan.errors import (
 from lipgan.interrupt import StopRequests
 from lipgan.progress import Progress
 from lipgan.rundir import SAMPLES, RunDir
-
-
-@dataclasses.dataclass
-class TrainState:
-    """What :meth:`Trainer.fit` returns: the trained models, where training stopped, and the record.
-
-    Attributes:
-        critic: the trained critic (as the constraint wrapped it).
-        generator: the trained generator.
-        step: the iteration training stopped at, counted from the start of training.
-        metrics: the last iteration's ``critic_loss``, ``wasserstein``, ``penalty`` and
-            ``generator_loss``.
-        history: every row logged by this call, as in ``metrics.jsonl``.
-        run_dir: the run directory, or None when :meth:`Trainer.fit` was given none.
-    """
-
-    critic: keras.Model
-    generator: keras.Model
-    step: int
-    metrics: (
-        dict  # the last iteration's metrics (critic_loss, wasserstein, penalty, generator_loss)
-    )
-    history: list[dict]  # every logged row of this call, as in metrics.jsonl
-    run_dir: Path | None
+from lipgan.train_state import TrainState
+from lipgan.training_input import TrainingInput
 
 
 def warn(message: str) -> None:
@@ -99,29 +80,57 @@ def runtime_error(exc: tf.errors.OpError, done: int, kept: str | None) -> Lipgan
 
 @dataclasses.dataclass
 class TrainingLoop:
-    """The host loop of one :meth:`Trainer.fit` call and everything it does between compiled calls."""
+    """The host loop of one :meth:`Trainer.fit` call and everything it does between compiled calls.
 
-    trainer: Any  # the lipgan.Trainer being fit (not imported: lipgan.trainer imports this module)
-    data: tf.data.Dataset
+    Attributes:
+        wgan: the :class:`lipgan.engine.WGAN` it steps.
+        inputs: the data stream and its position, moved as training reads it.
+        intervals: when to log, checkpoint, measure and evaluate.
+        progress: the progress display (also one of ``callbacks``).
+        steps: the iteration to train until.
+        chief: whether this process writes the run dir and measures.
+        checkpoint_input: store the input position in checkpoints.
+        evaluate: ``() -> {'eval/...': float}`` at ``intervals.eval_every``.
+        render: ``n -> PNG bytes | None`` of ``n`` samples.
+        describe: ``(run_dir, warn) -> dict``, the record's ``rebuild`` section (it may save the
+            data in the run dir); called by the chief once the dir is checked.
+        callbacks: see every logged step; a :class:`lipgan.record.RecordPart` adds a section
+            to the record.
+    """
+
+    wgan: Any
+    inputs: TrainingInput
+    intervals: Intervals
     progress: Progress
     steps: int
+    chief: bool
+    checkpoint_input: bool
+    evaluate: Callable[[], dict]
+    render: Callable[[int], bytes | None]
+    describe: Callable[[Path, Callable[[str], None]], dict]
     callbacks: list[Callback] = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
-        intervals = self.trainer.intervals
+        intervals = self.intervals
         self.steps_per_execution = intervals.steps_per_execution
         self.log_every = intervals.log_every
         self.checkpoint_every = intervals.checkpoint_every
         self.diagnostics_every = intervals.diagnostics_every
         self.eval_every = intervals.eval_every
         self.histogram_every = intervals.histogram_every
-        self.checkpoint_input = self.trainer.checkpoint_input
-        self.wgan = self.trainer.wgan
         #: Every row logged by this call (what metrics.jsonl receives), for the TrainState.
         self.history: list[dict] = []
         self.rundir: RunDir | None = None
+        self.run_record: dict | None = None
         self.checkpoint: RunCheckpoint | None = None
         self.probe = None
+
+    def iterator(self):
+        """The distributed iterator training reads, made on first use (kept by :attr:`inputs`
+        across fit calls)."""
+        if self.inputs.iterator is None:
+            self.inputs.at(self.wgan.distribute(self.inputs.batches), 0)
+        return self.inputs.iterator
 
     def next_chunk(self, done: int) -> int:
         """Iterations until the next interval boundary (or the end), at most steps_per_execution."""
@@ -144,7 +153,7 @@ class TrainingLoop:
         a second run on the same dir stops at once instead of interleaving its writes.
         """
         if run_dir is None:
-            return self.trainer.step  # fit(steps) counts steps in total, as train.steps does
+            return int(self.wgan.iteration.numpy())  # fit(steps) counts steps in total
         rundir = RunDir(run_dir)
         try:
             return self._open(rundir, run_dir, force, settings)
@@ -153,27 +162,21 @@ class TrainingLoop:
             raise
 
     def _open(self, rundir, run_dir, force, settings) -> int:
-        chief = self.trainer.chief
-        fingerprint, why = self.trainer.data_fingerprint()
-        if fingerprint is None and why:
-            self.progress.message(
-                f"note: the data cannot be fingerprinted ({why}), so resuming this run dir cannot "
-                "check that the data is the same"
-            )
+        chief = self.chief
         differences = rundir.check(settings, force) if chief else []
-        iterator = self.trainer.input_iterator()
+        iterator = self.iterator()
         saved_input = self.checkpoint_input and checkpointable(iterator)
         self.checkpoint = RunCheckpoint(
             run_dir,
             self.wgan,
             iterator if saved_input else None,
-            self.trainer.intervals.max_checkpoints,
+            self.intervals.max_checkpoints,
         )
         start = self.checkpoint.restore(warn)
         if self.checkpoint.latest is None:
-            start = self.trainer.step  # nothing restored: continue the models in memory
+            start = int(self.wgan.iteration.numpy())  # nothing restored: continue in memory
         if self.checkpoint.input_restored:
-            self.trainer.input_at(iterator, start)
+            self.inputs.at(iterator, start)
         else:
             self.fast_forward(start, saved_input)
         if self.wgan.workers_disagree(start):
@@ -182,8 +185,12 @@ class TrainingLoop:
                 "filesystem that every worker reads"
             )
         if chief:
-            rundir.begin(settings, start, replaced=bool(differences), warn=warn)
-            architecture.write(run_dir, self.trainer, self.steps, warn)  # the CLI can rebuild it
+            parts = record.sections(self.callbacks, final=False)
+            # A CLI run is rebuilt from its gin config: notes on what the description lacks
+            # would be about a rebuild that never happens.
+            notes = warn if "gin" not in parts else (lambda _: None)
+            self.run_record = record.make(settings, self.describe(Path(run_dir), notes), parts)
+            rundir.begin(self.run_record, start, replaced=bool(differences), warn=warn)
             self.rundir = rundir
             if differences:
                 self.progress.message(
@@ -194,18 +201,17 @@ class TrainingLoop:
         return start
 
     def fast_forward(self, start: int, saved_input: bool) -> None:
-        """Put the trainer's input iterator at iteration ``start`` if it is not there already.
+        """Put the input iterator at iteration ``start`` if it is not there already.
 
         The input stream is a deterministic function of the seed: replaying it to where the
         checkpoint was taken is exact, at the cost of reading the skipped batches once. A new
-        pipeline, not a second iterator over ``trainer.batches``: with reshuffle_each_iteration, every
+        pipeline, not a second iterator over ``inputs.batches``: with reshuffle_each_iteration, every
         iterator of one dataset object shuffles differently. When the input position is
         checkpointed, the checkpoint tracks the new iterator from now on (it is the one training
         reads), and the batches are dropped through it so that its structure, and so its saved
         position, is the same as a fresh run's.
         """
-        trainer = self.trainer
-        if trainer.input_step == start:
+        if self.inputs.step == start:
             return
         consumed = start * self.wgan.config.n_critic
         latest = self.checkpoint.latest
@@ -221,14 +227,22 @@ class TrainingLoop:
                 "train.checkpoint_input=False or by a strategy whose input cannot be checkpointed"
             )
         self.progress.message(f"fast-forwarding the input pipeline by {consumed} batches ({why})")
-        fresh = trainer.dataset(trainer.global_batch_size, trainer.seed)
+        fresh = self.inputs.fresh()
         if saved_input:
             iterator = self.wgan.distribute(fresh)
             self.wgan.advance(iterator, consumed)
             self.checkpoint.track_input(iterator)
         else:
             iterator = self.wgan.distribute(fresh.skip(consumed))
-        trainer.input_at(iterator, start)
+        self.inputs.at(iterator, start)
+
+    def finish_record(self) -> None:
+        """Rewrite the record with its sections' final content (a CLI run's operative config),
+        once training has ended normally."""
+        final = record.sections(self.callbacks, final=True)
+        if final and self.run_record is not None:
+            self.run_record = {**self.run_record, **final}
+            self.rundir.write_record(self.run_record)
 
     def save(self, done: int) -> None:
         if self.rundir is not None:
@@ -268,7 +282,7 @@ class TrainingLoop:
             if self.rundir is not None:
                 self.rundir.close()
             raise
-        plot_samples = self.trainer.intervals.plot_samples
+        plot_samples = self.intervals.plot_samples
         done, last = start, {}
         if start >= self.steps:
             self.progress.message(
@@ -294,10 +308,11 @@ class TrainingLoop:
             self.save(done)
             if self.rundir is not None:
                 if plot_samples:
-                    png = self.trainer.render(plot_samples)
+                    png = self.render(plot_samples)
                     if png:
                         self.rundir.file(SAMPLES).write_bytes(png)
                         self.rundir.log_image(done, "samples", png)
+                self.finish_record()
                 self.progress.message(f"run dir: {run_dir}")
         finally:
             self.progress.close()
@@ -322,9 +337,8 @@ class TrainingLoop:
         always has its row N in ``metrics.jsonl`` (a kill between the two only repeats the step),
         and an evaluation that fails at step N leaves neither.
         """
-        trainer = self.trainer
-        iterator = trainer.input_iterator()
-        trainer.input_at(iterator, None)  # unknown until the call returns
+        iterator = self.iterator()
+        self.inputs.at(iterator, None)  # unknown until the call returns
         try:
             result = self.wgan.run_checked(iterator, self.next_chunk(done))
         except (
@@ -336,7 +350,7 @@ class TrainingLoop:
                 exc, done, self.checkpoint.latest if self.rundir else None
             ) from None
         done += int(result.completed)
-        trainer.input_at(iterator, done)
+        self.inputs.at(iterator, done)
         bad = result.first_nonfinite()
         if bad:
             kept = self.checkpoint.latest if self.rundir is not None else None
@@ -365,16 +379,16 @@ class TrainingLoop:
     def measurements(self, done: int, due) -> dict:
         """Diagnostics, evaluation and histograms due at ``done`` (one process measures)."""
         logged = {}
-        if self.trainer.chief:  # the other workers would only repeat it
+        if self.chief:  # the other workers would only repeat it
             if due(self.diagnostics_every):
                 logged.update(self.diagnostics(done))
             if due(self.eval_every):
-                evaluated = self.trainer.evaluate()
+                evaluated = self.evaluate()
                 logged.update(evaluated)
                 for callback in self.callbacks:
                     callback.on_evaluate(done, evaluated)
                 if self.rundir is not None:
-                    png = self.trainer.render(min(1024, self.trainer.intervals.eval_samples))
+                    png = self.render(min(1024, self.intervals.eval_samples))
                     if png:
                         self.rundir.log_image(done, "samples", png)
         if self.rundir is not None and due(self.histogram_every):
@@ -394,12 +408,9 @@ class TrainingLoop:
         if self.probe is None:
             from lipgan.diagnostics import Probe
 
-            trainer = self.trainer
             # Its own data stream (another seed): probing must not consume training batches.
-            data = trainer.dataset(trainer.global_batch_size, trainer.seed + 1)
-            self.probe = Probe(
-                self.wgan, data, trainer.seed, getattr(trainer.dataset, "dataset_name", None)
-            )
+            data = self.inputs.fresh(seed_offset=1)
+            self.probe = Probe(self.wgan, data, self.inputs.seed, self.inputs.dataset_name)
         measured = self.probe(done)
         if self.wgan.num_replicas > 1:
             measured.update(self.replica_drift(done))

@@ -5,9 +5,10 @@ once: the :class:`lipgan.Trainer` keywords (``train.constraint``, ``train.checkp
 the fields of :class:`lipgan.StepConfig` (``train.n_critic``, ``train.seed``...) and of
 :class:`lipgan.Intervals` (``train.log_every``...), and :meth:`lipgan.Trainer.fit`'s keywords
 (``run_dir``, ``force``, ``callbacks``...). :data:`train`'s signature is built from them, so gin
-checks binding names and records defaults (``operative_config.gin``) from the same source, and a
-new field is a new binding with nothing else to edit. This module does not import gin (the CLI's
-gin record is written by :class:`lipgan.config.GinRecord`, a fit callback).
+checks binding names and records defaults (the operative config in ``run.json``) from the same
+source, and a new field is a new binding with nothing else to edit. This module does not import
+gin (the CLI's gin config is added to the run's record by :class:`lipgan.config.GinRecord`, a fit
+callback).
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from __future__ import annotations
 import dataclasses
 import inspect
 
-from lipgan import architecture
 from lipgan.engine import StepConfig
 from lipgan.errors import ConfigError
-from lipgan.trainer import Intervals, Trainer, TrainState
+from lipgan.train_state import TrainState
+from lipgan.trainer import Intervals, Trainer
 
 #: The one setting of ``train`` that is none of the API's: how many iterations ``lipgan run``
 #: trains when a config does not say (``train.steps``; ``fit(steps)`` takes it as an argument).
@@ -28,10 +29,9 @@ STEPS = 1000
 #: ``train.dataset``).
 GIN_NAMES = {"data": "dataset"}
 
-#: The Trainer keywords that are not ``train`` parameters: the groups whose fields are (and the
-#: deprecated alias of one).
+#: The Trainer keywords that are not ``train`` parameters: the groups whose fields are.
 _GROUPS = {"step_config": StepConfig, "intervals": Intervals}
-_NOT_BOUND = {"self", "step", *_GROUPS}
+_NOT_BOUND = {"self", *_GROUPS}
 
 
 def _parameters() -> dict[str, tuple[str, inspect.Parameter]]:
@@ -96,13 +96,6 @@ def trainer_from_settings(settings: dict) -> Trainer:
     What ``lipgan eval``/``sample`` build from a run's config (without training it).
     """
     return Trainer(**group_settings(settings)[0])
-
-
-def load_run_dir(run_dir, registry, **options) -> tuple[Trainer, int]:
-    """(the :class:`lipgan.Trainer` a run dir written from Python describes, the steps to train
-    to): :func:`lipgan.architecture.trainer_arguments` (``options`` are its own), built."""
-    arguments, steps = architecture.trainer_arguments(run_dir, registry, **options)
-    return Trainer(**arguments), steps
 
 
 def train(**settings) -> TrainState:

@@ -2,27 +2,25 @@
 
 Layout (also in docs/usage.md)::
 
-    settings.json         the run's settings (lipgan.Trainer.settings); compared when the dir is reused
-    config.gin            the gin config as parsed (files + bindings), written by the CLI
-                          (lipgan.config.GinRecord); a record for people and `--resume`
-    settings-before-<k>.json, config-before-<k>.gin
-                          the records replaced with --force at step k (-2, -3, ... if replaced again)
+    run.json              the run's record (lipgan.record): its settings, compared when the dir is
+                          reused; what rebuilds it (`lipgan eval/sample/audit/run --resume DIR`);
+                          for a CLI run the gin config as parsed and, at the end, the operative one
+    run-before-<k>.json   the record replaced with --force at step k (-2, -3, ... if replaced again)
+    data/                 a copy of a Dataset given as Trainer(data=...) (lipgan.description)
     .lock                 flock held by the live run: one writer at a time
-    operative_config.gin  the parameters actually used, defaults included
+    operative_config.gin  a CLI run's parameters actually used, defaults included: a copy of the
+                          record's for people to read (nothing compares it)
     metrics.jsonl         one JSON object per logged step (losses, diagnostics, evaluation metrics)
     checkpoints/          CheckpointManager: models, optimizers, iteration, seed, input position
     tensorboard/          scalars, weight histograms, sample images
     samples.png           final samples: critic contour + points (2-D) or an image grid
 
 Reusing a directory resumes it, so the settings must be the same: only those in
-:data:`RESUMABLE_SETTINGS` (how long and how verbosely to train) may change without ``force``. The
-record is ``settings.json``, written from :meth:`lipgan.Trainer.settings` whether the run was
-started from Python or from gin, and :func:`settings_differences` is the one comparison. Only run
-dirs written before ``settings.json`` existed are compared by their ``config.gin``
-(:func:`legacy_config_differences`, called by the CLI, which has gin text to compare). A dir
-holds a run once it holds a checkpoint: a run that failed before its first checkpoint left nothing
-to resume, so its record does not bind the next attempt. Checkpoints without a record are refused
-unless ``force`` (nothing says what they were trained with).
+:data:`lipgan.record.RESUMABLE_SETTINGS` (how long and how often to train) may change without
+``force``, and :func:`lipgan.record.differences` is the one comparison. A dir holds a run once it
+holds a checkpoint: a run that failed before its first checkpoint left nothing to resume, so its
+record does not bind the next attempt. Checkpoints without a record are refused unless ``force``
+(nothing says what they were trained with); a dir written by an older lipgan is refused in one line.
 
 One writer at a time: a run holds an exclusive ``flock`` on ``.lock`` in the dir for its whole
 life. The kernel drops it when the process ends, however it ends, so a killed run never leaves a
@@ -32,54 +30,27 @@ shares them.
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import json
 import os
-import re
 import tempfile
 from pathlib import Path
-from typing import Any
 
 try:
     import fcntl
 except ImportError:  # Windows: no flock; runs are then not protected against a second writer
     fcntl = None
 
+from lipgan import record
 from lipgan.errors import RunDirError
+from lipgan.record import RECORD
 
-CONFIG = "config.gin"
-SETTINGS = "settings.json"
 OPERATIVE_CONFIG = "operative_config.gin"
-METRICS = "metrics.jsonl"
+METRICS_FILE = "metrics.jsonl"
 TENSORBOARD = "tensorboard"
 SAMPLES = "samples.png"
 CHECKPOINT_DIR = "checkpoints"
 LOCK = ".lock"
-
-#: Bindings that may differ when a legacy run dir (``config.gin``, no ``settings.json``) is
-#: resumed: they change how long or how verbosely it trains, never what a step computes.
-RESUMABLE = frozenset(
-    {
-        "train.steps",
-        "train.log_every",
-        "train.checkpoint_every",
-        "train.max_checkpoints",
-        "train.diagnostics_every",
-        "train.eval_every",
-        "train.eval_samples",
-        "train.histogram_every",
-        "train.plot_samples",
-        "train.inception_weights",
-        "train.checkpoint_input",
-    }
-)
-
-#: Top-level settings (or dotted prefixes) that may differ when a run is resumed: how long, how
-#: often and how verbosely it trains, never what a step computes.
-RESUMABLE_SETTINGS = ("intervals", "checkpoint_input", "inception_weights")
-
-_BINDING = re.compile(r"^(?P<key>[\w./]+)\s*=\s*(?P<value>.*)$")
 
 
 def check_location(path: Path) -> None:
@@ -141,122 +112,16 @@ def lock_holder(lock_file: Path) -> int | None:
     return None
 
 
-def bindings(config_text: str) -> dict[str, str]:
-    """``{'scope/configurable.param': 'value'}`` of a gin config as written by ``gin.config_str()``."""
-    out: dict[str, str] = {}
-    key = None
-    for line in config_text.splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        match = _BINDING.match(line) if not line[0].isspace() else None
-        if match:
-            key = match.group("key")
-            out[key] = match.group("value").strip()
-        elif key is not None:  # a long value continued on an indented line
-            out[key] += " " + line.strip()
-    return out
-
-
 def reuse_problem(has_record: bool, has_checkpoints: bool) -> str | None:
-    """Why a dir with these contents cannot be continued without ``force`` regardless of settings.
-
-    Plain values in, so every front end shares the rule: checkpoints without a record of their
-    settings (``settings.json``, or for older CLI runs ``config.gin``) are of an unknown config.
-    """
+    """Why a dir with these contents cannot be continued without ``force`` regardless of settings:
+    checkpoints without a record of their settings are of an unknown config."""
     if has_checkpoints and not has_record:
         return (
-            f"holds checkpoints but no {SETTINGS} (nor a {CONFIG} to compare), so nothing says "
-            "which settings trained them; restore it, pick a new --run-dir, or pass --force "
-            "(fit(force=True)) to continue with these settings"
+            f"holds checkpoints but no {RECORD}, so nothing says which settings trained them; "
+            "restore it, pick a new --run-dir, or pass --force (fit(force=True)) to continue "
+            "with these settings"
         )
     return None
-
-
-def config_differences(old_text: str, new_text: str) -> list[str]:
-    """Human-readable differences of two gin records that matter for resuming (``RESUMABLE``
-    ones are ignored): only for run dirs written before ``settings.json`` (see
-    :func:`legacy_config_differences`)."""
-    old, new = bindings(old_text), bindings(new_text)
-    diffs = []
-    for key in sorted(set(old) | set(new)):
-        if key in RESUMABLE or key.split("/")[-1] in RESUMABLE:
-            continue
-        if old.get(key) != new.get(key):
-            diffs.append(f"{key}: {old.get(key, '(unset)')} -> {new.get(key, '(unset)')}")
-    return diffs
-
-
-def legacy_config_differences(path: str | Path, config_text: str) -> list[str] | None:
-    """For a run dir written before ``settings.json`` existed (``config.gin`` and checkpoints, no
-    ``settings.json``): the differences of its ``config.gin`` from ``config_text``. ``None`` for
-    any other dir, which :meth:`RunDir.check` decides alone.
-
-    The CLI calls this before :meth:`lipgan.Trainer.fit`, which compares settings records only.
-    """
-    run = RunDir(path)
-    old = run.saved_config()
-    if old is None or run.file(SETTINGS).exists() or not run.checkpoint_steps():
-        return None
-    return config_differences(old, config_text)
-
-
-def different_config(path, diffs: list[str]) -> RunDirError:
-    """The one-line refusal of a run dir that holds a run with other settings."""
-    more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
-    return RunDirError(
-        f"run dir {path} holds a run with a different config ({diffs[0]}{more}); "
-        "resume it with `lipgan run --resume DIR`, pick a new run dir, or force "
-        "(--force, or fit(force=True)) to continue it with these settings"
-    )
-
-
-def flat_settings(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{'constraint.weight': 10.0, ...}``: nested settings as dotted keys (for diffs)."""
-    out = {}
-    for key, value in settings.items():
-        if isinstance(value, dict) and value:
-            out.update(flat_settings(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
-def settings_differences(old: dict, new: dict) -> list[str]:
-    """Human-readable differences of two settings records (``RESUMABLE_SETTINGS`` ignored)."""
-    old, new = flat_settings(old), flat_settings(new)
-    # A step setting added since a record was written is that record's default (a run made
-    # before generator EMA existed ran without it).
-    from lipgan.engine import StepConfig
-
-    for field in dataclasses.fields(StepConfig):
-        for record in (old, new):
-            record.setdefault(f"step.{field.name}", field.default)
-    diffs = []
-    for key in sorted(set(old) | set(new)):
-        if key.split(".")[0] in RESUMABLE_SETTINGS or _not_recorded_by_both(key, old, new):
-            continue
-        if old.get(key) != new.get(key):
-            diffs.append(f"{key}: {old.get(key, '(unset)')} -> {new.get(key, '(unset)')}")
-    return diffs
-
-
-#: Settings that older records lack, or that cannot always be taken (the data fingerprint): a
-#: difference counts only when both records hold one.
-_OPTIONAL_SETTINGS = ("data.fingerprint", "constraint.arguments", "strategy.arguments")
-
-
-def _not_recorded_by_both(key: str, old: dict, new: dict) -> bool:
-    for prefix in _OPTIONAL_SETTINGS:
-        if key == prefix or key.startswith(prefix + "."):
-            recorded = [
-                any(
-                    (k == prefix or k.startswith(prefix + ".")) and v is not None
-                    for k, v in r.items()
-                )
-                for r in (old, new)
-            ]
-            return not all(recorded)
-    return False
 
 
 class RunDir:
@@ -303,52 +168,29 @@ class RunDir:
     def file(self, name: str) -> Path:
         return self.path / name
 
-    def saved_config(self) -> str | None:
-        config = self.file(CONFIG)
-        return config.read_text() if config.is_file() else None
-
-    def saved_settings(self) -> dict | None:
-        path = self.file(SETTINGS)
-        if not path.is_file():
-            return None
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise RunDirError(
-                f"run dir {self.path}: {SETTINGS} is unreadable ({exc}); restore it or pick a new "
-                "--run-dir"
-            ) from None
-        if not isinstance(record, dict):
-            raise RunDirError(
-                f"run dir {self.path}: {SETTINGS} holds a JSON {type(record).__name__}, not the "
-                "settings object lipgan writes; restore it or pick a new --run-dir"
-            )
-        return record
-
     def check(self, settings: dict, force: bool) -> list[str]:
         """Refuse a reused dir whose settings differ (unless ``force``); returns the differences.
 
-        ``settings.json`` decides (a legacy dir's ``config.gin`` is the CLI's to compare, before
-        this: :func:`legacy_config_differences`). Locks an existing dir first (see :meth:`lock`):
-        the caller must :meth:`close` it.
+        Locks an existing dir first (see :meth:`lock`): the caller must :meth:`close` it. A dir
+        written by an older lipgan is refused even with ``force`` (:func:`lipgan.record.read`).
         """
         check_location(self.path)
         if self.path.is_dir():
             self.lock()
-        old = self.saved_settings()
+        old = record.read(self.path)
         has_checkpoints = bool(self.checkpoint_steps())
         problem = reuse_problem(old is not None, has_checkpoints)
         if problem and not force:
             raise RunDirError(f"run dir {self.path} {problem}")
         if old is None or not has_checkpoints:
             return []  # no run to continue: whatever it recorded gets replaced
-        diffs = settings_differences(old, settings)
+        diffs = record.differences(old["settings"], settings)
         if diffs and not force:
-            raise different_config(self.path, diffs)
+            raise record.different_config(self.path, diffs)
         return diffs
 
-    def begin(self, settings: dict, start: int, replaced: bool, warn=print) -> None:
-        """Create the dir, record the settings and drop metrics after ``start``.
+    def begin(self, run_record: dict, start: int, replaced: bool, warn=print) -> None:
+        """Create the dir, write the record and drop metrics after ``start``.
 
         Also removes what a killed run or a full disk leaves behind (:meth:`clean_debris`).
         """
@@ -356,15 +198,13 @@ class RunDir:
 
         self.path.mkdir(parents=True, exist_ok=True)
         self.lock()
-        metrics = self.file(METRICS)
+        metrics = self.file(METRICS_FILE)
         # Read before the first write: a damaged metrics.jsonl stops the run with nothing changed.
         kept = None
         if metrics.is_file():
             kept = [ln for ln, row in self.metric_rows(warn) if row.get("step", 0) <= start]
         self.clean_debris(warn)
-        self.write_record(
-            SETTINGS, json.dumps(settings, indent=2, sort_keys=True) + "\n", start, replaced
-        )
+        self.write_record(run_record, start, replaced)
         if kept is not None:
             _atomic_write(metrics, "".join(f"{ln}\n" for ln in kept))
         self._metrics = open(metrics, "a")  # noqa: SIM115 - closed in close()
@@ -377,7 +217,7 @@ class RunDir:
         warning, since the step it belongs to is trained again. A damaged line before the last is
         not a crash's doing and stops the run, naming the file and the line.
         """
-        path = self.file(METRICS)
+        path = self.file(METRICS_FILE)
         lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
         rows = []
         for number, line in enumerate(lines, 1):
@@ -401,7 +241,7 @@ class RunDir:
 
     def has_row(self, step: int) -> bool:
         """Whether ``metrics.jsonl`` holds a row for ``step``."""
-        if not self.file(METRICS).is_file():
+        if not self.file(METRICS_FILE).is_file():
             return False
         return any(row.get("step") == step for _, row in self.metric_rows(lambda _: None))
 
@@ -416,7 +256,7 @@ class RunDir:
         short) and ``*.tmp`` files (an atomic write cut short). Never a complete checkpoint."""
         import shutil
 
-        records = (SETTINGS, CONFIG, METRICS, OPERATIVE_CONFIG)
+        records = (RECORD, METRICS_FILE, OPERATIVE_CONFIG)
         found = [self.file(f"{name}.tmp") for name in records if self.file(f"{name}.tmp").is_file()]
         folder = self.path / CHECKPOINT_DIR
         if folder.is_dir():
@@ -432,15 +272,14 @@ class RunDir:
                 + ", ".join(p.name for p in found[:4])
             )
 
-    def write_record(self, name: str, text: str, start: int, replaced: bool) -> None:
-        """Write the record ``name`` (``settings.json``, ``config.gin``); when ``replaced`` (the
-        settings were changed with ``force`` at step ``start``), the old one is kept as
-        ``<stem>-before-<start>`` (``-2``, ``-3``... when replaced again at that step)."""
-        record = self.file(name)
-        if replaced and record.is_file():
-            stem, dot, suffix = name.partition(".")
-            os.replace(record, self._unused(f"{stem}-before-{start}", dot + suffix))
-        _atomic_write(record, text)
+    def write_record(self, run_record: dict, start: int = 0, replaced: bool = False) -> None:
+        """Write ``run.json`` atomically; when ``replaced`` (the settings were changed with
+        ``force`` at step ``start``), the old one is kept as ``run-before-<start>.json``
+        (``-2``, ``-3``... when replaced again at that step)."""
+        path = self.file(RECORD)
+        if replaced and path.is_file():
+            os.replace(path, self._unused(f"run-before-{start}", ".json"))
+        _atomic_write(path, record.dumps(run_record))
 
     def _unused(self, stem: str, suffix: str) -> Path:
         """``stem + suffix`` in the dir, or ``stem-2 + suffix``, ... : never an existing file."""
@@ -475,6 +314,7 @@ class RunDir:
             tf.summary.image(name, tf.image.decode_png(png)[None], step=step)
 
     def write_operative_config(self, text: str) -> None:
+        """``operative_config.gin``: a copy of the record's operative config, for people."""
         _atomic_write(self.file(OPERATIVE_CONFIG), text)
 
     def close(self) -> None:
