@@ -31,10 +31,10 @@ _REGISTERED = False
 
 
 def _library_configurables():
-    from lipgan import run  # the training root; imported here to keep `lipgan.config` light
+    from lipgan import train_root  # imported here to keep `lipgan.config` light
 
     return {
-        "train": run.train,
+        "train": train_root.train,
         "dataset": pipeline.dataset,
         "mlp_critic": models.mlp_critic,
         "mlp_generator": models.mlp_generator,
@@ -126,9 +126,9 @@ class GinRecord(RecordPart):
 def train_configured(*, run_dir, force: bool = False, progress=None):
     """Call the gin-configured root ``train`` on ``run_dir``, recording the config in its record
     (:class:`GinRecord`): ``lipgan run``'s call, and a study cell's."""
-    from lipgan import run
+    from lipgan import train_root
 
-    return gin.get_configurable(run.train)(
+    return gin.get_configurable(train_root.train)(
         run_dir=str(run_dir),
         force=force,
         progress=progress,
@@ -155,12 +155,12 @@ def parse_text(text: str, bindings: list[str], registry: Registry) -> None:
 
 def bound_steps() -> int:
     """``train.steps`` as the parsed config binds it (the root's default when it does not)."""
-    from lipgan import run
+    from lipgan import train_root
 
     try:
         return int(gin.query_parameter("train.steps"))
     except ValueError:
-        return run.STEPS
+        return train_root.STEPS
 
 
 _BINDING = re.compile(r"^(?P<key>[\w./]+)\s*=\s*(?P<value>.*)$")
@@ -197,11 +197,11 @@ def build_trainer():
     """The :class:`lipgan.Trainer` that the parsed config describes, built but not trained.
 
     What ``lipgan eval`` / ``sample`` use: the ``train`` bindings, minus those of a ``fit`` call
-    (:func:`lipgan.run.trainer_from_settings`).
+    (:func:`lipgan.train_root.trainer_from_settings`).
     """
-    from lipgan import run
+    from lipgan import train_root
 
-    return run.trainer_from_settings(gin.get_bindings(run.train))
+    return train_root.trainer_from_settings(gin.get_bindings(train_root.train))
 
 
 def configured(cls: type, bindings: dict):

@@ -95,7 +95,7 @@ def _plugin(obj) -> dict:
 
 
 def _data(trainer, run_dir: Path, warn: Callable[[str], None]) -> dict:
-    factory = trainer.dataset
+    factory = trainer.data_factory
     if hasattr(factory, "dataset_name"):
         return {
             "kind": "name",

@@ -73,7 +73,7 @@ class StepConfig:
     """The static parameters of the step (changing any of them means a new compiled function).
 
     The one definition of these settings and their defaults: ``lipgan run``'s ``train.n_critic``
-    etc. are these fields (:mod:`lipgan.run` builds the gin root from them). The defaults are
+    etc. are these fields (:mod:`lipgan.train_root` builds the gin root from them). The defaults are
     Gulrajani et al. 2017's toy setup (batch 256, 5 critic updates per generator update).
 
     Args:
@@ -130,7 +130,7 @@ class Intervals:
     """What the host loop does between compiled calls, and how often (in steps; 0 = never).
 
     The one definition of these settings and their defaults (``lipgan run``'s ``train.log_every``
-    etc. are these fields, :mod:`lipgan.run`). None of these change what a step computes, so they may change when a run is resumed.
+    etc. are these fields, :mod:`lipgan.train_root`). None of these change what a step computes, so they may change when a run is resumed.
     ``steps_per_execution`` is how many iterations one compiled call runs (the host loop that keeps
     TPUs busy); each call still ends on the next interval boundary.
 

@@ -54,7 +54,7 @@ def real_samples(dataset, n: int, batch_size: int, seed: int) -> np.ndarray:
     """``n`` real examples from their own shuffled stream of the training data.
 
     Args:
-        dataset: the ``(global_batch_size, seed) -> tf.data.Dataset`` factory (``trainer.dataset``).
+        dataset: the ``(global_batch_size, seed) -> tf.data.Dataset`` factory (``trainer.data_factory``).
         n: how many examples.
         batch_size: the batch size to read them with.
         seed: the run's seed (the stream is seeded apart from the training one).
@@ -203,7 +203,7 @@ def evaluate(
 
     Args:
         wgan: the :class:`lipgan.engine.WGAN` (``trainer.wgan``).
-        dataset: its data factory (``trainer.dataset``).
+        dataset: its data factory (``trainer.data_factory``).
         seed: the seed of the samples' noise and of the real samples' stream.
         batch_size: the batch size real examples are read with.
         num_samples: generated samples (and as many real ones), >= 2.

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from lipgan.callbacks import Callback
 
 #: The per-iteration losses a progress line shows (lipgan.engine.METRICS, without importing TF).
-LOSSES = ("critic_loss", "wasserstein", "penalty", "generator_loss")
+METRICS = ("critic_loss", "wasserstein", "penalty", "generator_loss")
 
 
 def format_metrics(metrics: dict, keys) -> str:
@@ -40,8 +40,8 @@ class Progress(Callback):
         self.start(steps, step)
 
     def on_log(self, step: int, metrics: dict) -> None:
-        if any(k in metrics for k in LOSSES):  # not a row of evaluation only
-            self.log(step, metrics, LOSSES)
+        if any(k in metrics for k in METRICS):  # not a row of evaluation only
+            self.log(step, metrics, METRICS)
 
     def rate(self, step: int) -> float:
         """Iterations per second of this session (resumed steps do not count)."""

@@ -175,6 +175,9 @@ class RunDir:
         written by an older lipgan is refused even with ``force`` (:func:`lipgan.record.read`).
         """
         check_location(self.path)
+        older = record.older_problem(self.path)
+        if older:  # before the lock file is made: an older lipgan's dir is left as it was
+            raise RunDirError(older)
         if self.path.is_dir():
             self.lock()
         old = record.read(self.path)

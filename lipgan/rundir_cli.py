@@ -192,6 +192,6 @@ def real_points(trainer, n: int, seed: int):
     data is shape-only, marked ``no_examples`` by :mod:`lipgan.rebuild`)."""
     from lipgan import evaluation
 
-    if trainer.wgan.data_shape != (2,) or getattr(trainer.dataset, "no_examples", False):
+    if trainer.wgan.data_shape != (2,) or getattr(trainer.data_factory, "no_examples", False):
         return None
-    return evaluation.real_samples(trainer.dataset, n, trainer.global_batch_size, seed)
+    return evaluation.real_samples(trainer.data_factory, n, trainer.global_batch_size, seed)

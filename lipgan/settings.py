@@ -193,7 +193,7 @@ def trainer_settings(trainer, fingerprint: str | None) -> dict:
     """
     wgan = trainer.wgan
     settings = {
-        "data": data_settings(trainer.dataset, fingerprint),
+        "data": data_settings(trainer.data_factory, fingerprint),
         "critic": model_settings(wgan.critic),
         "generator": model_settings(wgan.generator),
         "constraint": plugin_settings(trainer.constraint),

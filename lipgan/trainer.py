@@ -62,7 +62,7 @@ from lipgan.training_input import TrainingInput
 class Trainer:
     """A WGAN on a strategy, ready to :meth:`fit`, :meth:`evaluate`, :meth:`audit` and :meth:`sample`.
 
-    What the trainer holds: :attr:`dataset` (the ``(global_batch_size, seed) -> dataset`` factory
+    What the trainer holds: :attr:`data_factory` (the ``(global_batch_size, seed) -> dataset`` factory
     made from ``data``), :attr:`batches` (the ``tf.data.Dataset`` of global batches training
     reads), :attr:`step_config`, :attr:`intervals`, :attr:`critic`, :attr:`generator`, :attr:`step`
     (the iterations trained: each ``n_critic`` critic updates + 1 generator update).
@@ -129,7 +129,7 @@ class Trainer:
         self.step_config = step_config or StepConfig()
         self.intervals = intervals or Intervals()
         self.constraint = constraint
-        self.dataset = _data_factory(data, data_key)
+        self.data_factory = _data_factory(data, data_key)
         self.checkpoint_input = bool(checkpoint_input)
         self.inception_weights = inception_weights
         config = self.step_config
@@ -138,7 +138,7 @@ class Trainer:
         # the same in every process, and initial weights are identical on any replica count.
         keras.utils.set_random_seed(config.seed)
         #: The data stream and its position (what the training loop reads and moves).
-        self.inputs = TrainingInput(self.dataset, config.global_batch_size, config.seed)
+        self.inputs = TrainingInput(self.data_factory, config.global_batch_size, config.seed)
         self._fingerprint: tuple[str | None, str] | None = None
         # And again: building a dataset the first time on a machine consumes global random state
         # (TFDS runs TF ops), which must not change the first run's initial weights.
@@ -221,12 +221,12 @@ class Trainer:
     def data_fingerprint(self) -> tuple[str | None, str]:
         """:func:`data_fingerprint` of this trainer's data, taken once (``(None, '')`` for a named
         dataset, which its settings describe)."""
-        if hasattr(self.dataset, "dataset_name"):
+        if hasattr(self.data_factory, "dataset_name"):
             return None, ""
         if self._fingerprint is None:
             config = self.step_config
             self._fingerprint = data_fingerprint(
-                self.dataset, config.global_batch_size, config.seed
+                self.data_factory, config.global_batch_size, config.seed
             )
         return self._fingerprint
 
@@ -284,7 +284,7 @@ class Trainer:
         if progress is None or progress is False:
             progress = for_verbose(0 if progress is False else verbose)
         if self.intervals.eval_every:
-            evaluation.check_num_samples(self.wgan, self.dataset, self.intervals.eval_samples)
+            evaluation.check_num_samples(self.wgan, self.data_factory, self.intervals.eval_samples)
         callbacks = [progress, *callbacks]  # progress first: its lines precede a callback's
         for callback in callbacks:
             callback.set_trainer(self)
@@ -348,7 +348,7 @@ class Trainer:
         """
         return evaluation.evaluate(
             self.wgan,
-            self.dataset,
+            self.data_factory,
             seed=self.seed,
             batch_size=self.global_batch_size,
             num_samples=self.intervals.eval_samples if num_samples is None else num_samples,
@@ -374,7 +374,7 @@ class Trainer:
         if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or points < 1:
             raise ConfigError(f"audit(points={points!r}): points must be an integer >= 1")
         seed = self.seed if seed is None else seed
-        real = evaluation.real_samples(self.dataset, points, self.global_batch_size, seed)
+        real = evaluation.real_samples(self.data_factory, points, self.global_batch_size, seed)
         return audit(self, real, self.sample(points, seed), seed=seed)
 
     def sample(self, n: int, seed: int | None = None) -> np.ndarray:
@@ -400,5 +400,5 @@ class Trainer:
         """
         real = None
         if self.wgan.data_shape == (2,):
-            real = evaluation.real_samples(self.dataset, n, self.global_batch_size, self.seed)
+            real = evaluation.real_samples(self.data_factory, n, self.global_batch_size, self.seed)
         return evaluation.render(self.wgan, self.sample(n), real, title=f"step {self.step}")

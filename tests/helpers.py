@@ -141,6 +141,16 @@ TINY_BENCH = [
 ]
 
 
+def run_record(run_dir) -> dict:
+    """The run dir's one record, ``run.json`` (lipgan/record.py)."""
+    return json.loads((Path(run_dir) / "run.json").read_text())
+
+
+def gin_config(run_dir) -> str:
+    """The gin config as parsed that a CLI run's record holds."""
+    return run_record(run_dir)["gin"]["config"]
+
+
 def invoke(*args):
     """``lipgan ARGS`` in-process; exceptions propagate, so a crash shows its traceback."""
     from lipgan.cli import cli

@@ -1,5 +1,6 @@
-"""Issue 25: run dirs written from Python describe themselves (lipgan/architecture.py), so the CLI's
-eval/sample/audit/run --resume work on them; Trainer.audit; the run's summary line; the ReLU hint
+"""Issue 25: run dirs written from Python describe themselves (run.json's rebuild section,
+lipgan/description.py; read by lipgan/rebuild.py), so the CLI's eval/sample/audit/run --resume work
+on them; Trainer.audit; the run's summary line; the ReLU hint
 for certified constraints; no XLA Assert noise from lipgan's compiled step."""
 
 import json
@@ -76,9 +77,11 @@ def test_the_cli_evaluates_samples_and_audits_a_run_dir_written_from_python(tmp_
     run_dir = tmp_path / "run"
     trainer = make_trainer(eval_samples=16)
     trainer.fit(2, run_dir=run_dir, verbose=0)
-    for name in ("critic.keras.json", "generator.keras.json", "trainer.json", "data"):
-        assert (run_dir / name).exists(), name
-    assert not (run_dir / "config.gin").exists()
+    assert (run_dir / "data").is_dir()  # the data's copy; everything else is in the one record
+    record = json.loads((run_dir / "run.json").read_text())
+    assert {"keras"} == set(record["rebuild"]["critic"]) == set(record["rebuild"]["generator"])
+    assert "gin" not in record
+    assert sorted(p.name for p in run_dir.glob("*.json")) == ["run.json"]
 
     evaluated = invoke("eval", str(run_dir), "--samples", "16")
     assert evaluated.exit_code == 0, evaluated.output
@@ -132,10 +135,10 @@ def test_resuming_a_python_run_from_the_cli_continues_it_exactly(tmp_path):
 
 
 def _restored_critic(run_dir):
+    from lipgan import rebuild
     from lipgan.plugins import load_registry
-    from lipgan.run import load_run_dir
 
-    trainer, steps = load_run_dir(run_dir, load_registry().registry)
+    trainer, steps = rebuild.load(run_dir, load_registry().registry)
     assert trainer.restore(run_dir) == steps == 4
     return trainer.critic.get_weights()
 
@@ -213,7 +216,7 @@ def test_mock_data_stands_in_for_a_named_dataset_when_resuming_a_python_run(tmp_
     named = pipeline.dataset("lipgan_toy", data_dir=str(tmp_path / "tfds"), shuffle_buffer=64)
     with lipgan.data.mock_data():
         make_trainer(data=named).fit(2, run_dir=run_dir, verbose=0)
-    assert json.loads((run_dir / "trainer.json").read_text())["data"]["kind"] == "name"
+    assert json.loads((run_dir / "run.json").read_text())["rebuild"]["data"]["kind"] == "name"
 
     one_line(invoke("run", "--resume", str(run_dir), "--bind", "train.steps=3"), "not prepared")
     resumed = invoke("run", "--resume", str(run_dir), "--mock-data", "--bind", "train.steps=3")

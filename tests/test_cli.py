@@ -5,7 +5,7 @@ import json
 import pytest
 
 from lipgan.config import shipped_configs
-from tests.helpers import invoke
+from tests.helpers import gin_config, invoke, run_record
 
 TOY_CONFIGS = sorted(n for n in shipped_configs() if any(k in n for k in ("toy", "ring", "grid")))
 IMAGE_SMOKE = {
@@ -64,8 +64,9 @@ def test_shipped_config_runs_two_steps(tmp_path, name):
     assert [r["step"] for r in rows] == [1, 2]
     for row in rows:
         assert {"critic_loss", "generator_loss", "wasserstein", "penalty"} <= set(row)
-    assert (run_dir / "operative_config.gin").read_text().strip()
-    assert "train.steps = 2" in (run_dir / "config.gin").read_text()
+    operative = run_record(run_dir)["gin"]["operative"]
+    assert operative.strip() and (run_dir / "operative_config.gin").read_text() == operative
+    assert "train.steps = 2" in gin_config(run_dir)
     assert list((run_dir / "checkpoints").glob("ckpt-2.index"))
     assert list((run_dir / "tensorboard").iterdir())
     assert (run_dir / "samples.png").exists()  # contour plot (2-D data) or image grid
@@ -87,7 +88,7 @@ def test_default_run_uses_the_embedded_toy_config(tmp_path):
         str(tmp_path / "r"),
     )
     assert result.exit_code == 0, result.output
-    assert "lipgan_toy/8gaussians" in (tmp_path / "r" / "config.gin").read_text()
+    assert "lipgan_toy/8gaussians" in gin_config(tmp_path / "r")
 
 
 def test_broken_gin_syntax_names_file_and_line(tmp_path):

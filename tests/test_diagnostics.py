@@ -250,7 +250,7 @@ def test_layer_gradient_norms_need_a_sequential_critic():
 def test_train_writes_diagnostics_and_toy_metrics(tmp_path):
     from lipgan.data.pipeline import dataset
     from lipgan.models import mlp_critic, mlp_generator
-    from lipgan.run import train
+    from lipgan.train_root import train
     from lipgan_plugins.default_strategy import Default
     from lipgan_plugins.gradient_penalty import GradientPenalty
 
@@ -304,7 +304,7 @@ def test_train_writes_diagnostics_and_toy_metrics(tmp_path):
 
 def test_train_rejects_negative_diagnostics_interval():
     from lipgan.errors import ConfigError
-    from lipgan.run import train
+    from lipgan.train_root import train
 
     with pytest.raises(ConfigError, match="diagnostics_every"):
         train(

@@ -71,8 +71,12 @@ def test_every_module_has_a_place_in_the_documented_layers():
     assert missing == []
 
 
-def _runtime_nodes(tree: ast.AST):
-    """Every node of ``tree`` except those under ``if TYPE_CHECKING:`` (never imported at run time)."""
+def _runtime_nodes(tree: ast.AST, type_checking: bool = False):
+    """Every node of ``tree`` except those under ``if TYPE_CHECKING:`` (never imported at run time)
+    unless ``type_checking``."""
+    if type_checking:
+        yield from ast.walk(tree)
+        return
     stack = [tree]
     while stack:
         node = stack.pop()
@@ -88,9 +92,10 @@ def _runtime_nodes(tree: ast.AST):
             stack.append(child)
 
 
-def module_graph(root: Path = LIPGAN) -> dict[str, set[str]]:
+def module_graph(root: Path = LIPGAN, type_checking: bool = False) -> dict[str, set[str]]:
     """``{'lipgan.trainer': {'lipgan.loop', ...}}``: which lipgan modules each one imports, at any
-    depth (function-level imports included; ``if TYPE_CHECKING:`` blocks left out)."""
+    depth (function-level imports included; ``if TYPE_CHECKING:`` blocks left out unless
+    ``type_checking``)."""
     modules = {}
     for path in root.rglob("*.py"):
         parts = list(path.relative_to(root.parent).with_suffix("").parts)
@@ -105,7 +110,7 @@ def module_graph(root: Path = LIPGAN) -> dict[str, set[str]]:
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         targets = set()
-        for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
+        for node in _runtime_nodes(ast.parse(path.read_text(), str(path)), type_checking):
             if isinstance(node, ast.Import):
                 targets.update(resolve(alias.name) for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
@@ -164,6 +169,7 @@ def test_the_cycle_check_sees_function_level_imports(tmp_path):
     graph = module_graph(package)
     assert graph["lipgan.b"] == {"lipgan.a"} and graph["lipgan.c"] == set()
     assert import_cycles(graph) == [["lipgan.a", "lipgan.b"]]
+    assert module_graph(package, type_checking=True)["lipgan.c"] == {"lipgan.a"}
 
 
 def test_lipgan_has_no_import_cycle():
@@ -171,3 +177,21 @@ def test_lipgan_has_no_import_cycle():
     host loop lived in run.py, which imported trainer.py, which imported it back inside fit;
     rundir imported trainer for flat_settings)."""
     assert import_cycles(module_graph()) == []
+
+
+def test_type_checking_imports_make_no_circle_either():
+    """Annotations are part of the layering: callbacks named the loop's TrainState under
+    TYPE_CHECKING while the loop imported callbacks and progress (callbacks -> loop -> progress ->
+    callbacks). TrainState lives in lipgan/train_state.py, below all three."""
+    graph = module_graph(type_checking=True)
+    assert import_cycles(graph) == []
+    assert graph["lipgan.callbacks"] == {"lipgan.train_state"}
+    assert graph["lipgan.train_state"] == set()
+
+
+def test_the_training_loop_is_not_given_the_trainer():
+    """The loop reads a narrow input state (lipgan/training_input.py), not the trainer."""
+    graph = module_graph(type_checking=True)
+    assert "lipgan.trainer" not in graph["lipgan.loop"]
+    assert "lipgan.training_input" in graph["lipgan.loop"]
+    assert "trainer" not in (LIPGAN / "loop.py").read_text().split('"""', 2)[2]

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from tests.conftest import finish, start_python
 from tests.fake_dists import make_dist
-from tests.helpers import CLI, TINY, drawn_points, invoke
+from tests.helpers import CLI, TINY, drawn_points, gin_config, invoke
 
 
 def one_line_error(result, *fragments):
@@ -343,8 +343,9 @@ def test_different_config_is_refused_then_forced(tmp_path):
 
     forced = train(run_dir, 10, "--bind", "gradient_penalty.weight=1.0", "--force")
     assert "resumed from" in forced.output
-    assert "gradient_penalty.weight = 1.0" in (run_dir / "config.gin").read_text()
-    assert "gradient_penalty.weight = 0.1" in (run_dir / "config-before-5.gin").read_text()
+    assert "gradient_penalty.weight = 1.0" in gin_config(run_dir)
+    replaced = json.loads((run_dir / "run-before-5.json").read_text())
+    assert "gradient_penalty.weight = 0.1" in replaced["gin"]["config"]
     assert checkpoint_steps(run_dir)[-1] == 10
 
 
@@ -354,7 +355,7 @@ def test_resume_uses_the_runs_own_config_and_can_extend_it(tmp_path):
     train(run_dir, 5)
     again = invoke(
         "run", "--resume", str(run_dir)
-    )  # the default config differs; --resume reads config.gin
+    )  # the default config differs; --resume reads the run's own (its record's gin config)
     assert again.exit_code == 0 and "already trained to step 5" in again.output, again.output
     longer = invoke("run", "--resume", str(run_dir), "--bind", "train.steps=10")
     assert longer.exit_code == 0, longer.output
@@ -437,9 +438,10 @@ def test_eval_sample_and_config_show(tmp_path, monkeypatch):
 def test_eval_and_sample_need_a_checkpoint(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    one_line_error(invoke("eval", str(run_dir)), "no config.gin")
-    shown = invoke("config", "show")
-    (run_dir / "config.gin").write_text(shown.output)
+    one_line_error(invoke("eval", str(run_dir)), "no run.json there")
+    shown = invoke("config", "show")  # a record as a run that failed before its checkpoint left
+    record = {"format": 1, "settings": {}, "rebuild": {}, "gin": {"config": shown.output}}
+    (run_dir / "run.json").write_text(json.dumps(record))
     one_line_error(invoke("eval", str(run_dir)), "no checkpoint in")
     one_line_error(invoke("sample", str(run_dir), "--out", str(tmp_path / "s")), "no checkpoint in")
     assert not (tmp_path / "s.npz").exists()

@@ -191,9 +191,9 @@ def test_fit_verbose_0_prints_nothing_and_callbacks_see_every_hook(tmp_path, cap
 
 def test_progress_lines_show_the_engines_losses():
     from lipgan.engine import METRICS
-    from lipgan.progress import LOSSES
+    from lipgan.progress import METRICS as SHOWN
 
-    assert LOSSES == METRICS
+    assert SHOWN == METRICS
 
 
 def test_dir_lipgan_lists_the_lazy_public_names():
@@ -204,7 +204,7 @@ def test_dir_lipgan_lists_the_lazy_public_names():
 
 # -- 4. seeds with model objects -------------------------------------------------------------------
 def test_given_models_keep_their_weights_factories_are_seeded_and_the_note_is_said_once(capsys):
-    from lipgan import trainer as trainer_module
+    from lipgan import factories as trainer_module
 
     trainer_module._noted.clear()
     keras.utils.set_random_seed(123)

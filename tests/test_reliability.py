@@ -4,6 +4,7 @@ Every test here backs a row of ``docs/reliability.md``. Training is tiny (toy ML
 n_critic 1, batch 32) so that the in-process tests take seconds.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -13,7 +14,15 @@ import time
 import pytest
 
 from tests.conftest import REPO, finish, start_python
-from tests.helpers import BOUNDED_S, CLI, TINY, invoke, returns_within, wait_until
+from tests.helpers import (
+    BOUNDED_S,
+    CLI,
+    TINY,
+    gin_config,
+    invoke,
+    returns_within,
+    wait_until,
+)
 from tests.test_lifecycle import checkpoint_steps, one_line_error, snapshot, train
 
 
@@ -370,14 +379,16 @@ def test_tensorflow_cluster_start_is_bounded_too(monkeypatch):
 
 # -- 5. config history and run-dir rules ----------------------------------------------------------
 @pytest.mark.slow
-def test_force_twice_at_one_step_keeps_every_replaced_config(tmp_path):
+def test_force_twice_at_one_step_keeps_every_replaced_record(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
     train(run_dir, 5, "--bind", "gradient_penalty.weight=1.0", "--force")
     train(run_dir, 5, "--bind", "gradient_penalty.weight=2.0", "--force")
-    assert "gradient_penalty.weight = 0.1" in (run_dir / "config-before-5.gin").read_text()
-    assert "gradient_penalty.weight = 1.0" in (run_dir / "config-before-5-2.gin").read_text()
-    assert "gradient_penalty.weight = 2.0" in (run_dir / "config.gin").read_text()
+    weight = lambda name: json.loads((run_dir / name).read_text())["settings"]["constraint"]  # noqa: E731
+    assert weight("run-before-5.json")["weight"] == 0.1
+    assert weight("run-before-5-2.json")["weight"] == 1.0
+    assert weight("run.json")["weight"] == 2.0
+    assert "gradient_penalty.weight = 2.0" in gin_config(run_dir)
 
 
 @pytest.mark.slow
@@ -385,16 +396,14 @@ def test_checkpoints_without_a_config_record_need_force(tmp_path):
     run_dir = tmp_path / "run"
     train(run_dir, 5)
     changed = ("--bind", "train.steps=10", "--bind", "train.seed=3", "--run-dir", str(run_dir))
-    # settings.json alone still says what trained the checkpoints
-    (run_dir / "config.gin").unlink()
-    one_line_error(invoke("run", *TINY, *changed), "different config (step.seed: 0 -> 3)")
-    (run_dir / "settings.json").unlink()
+    one_line_error(invoke("run", *TINY, *changed), "different config (step_config.seed: 0 -> 3)")
+    (run_dir / "run.json").unlink()
     before = snapshot(run_dir)
     refused = invoke("run", *TINY, *changed)
-    one_line_error(refused, "holds checkpoints but no settings.json", "--force")
+    one_line_error(refused, "holds checkpoints but no run.json", "--force")
     assert snapshot(run_dir) == before
     forced = train(run_dir, 10, "--force")
-    assert "resumed from" in forced.output and (run_dir / "config.gin").is_file()
+    assert "resumed from" in forced.output and "train.steps = 10" in gin_config(run_dir)
 
 
 @pytest.mark.parametrize(
@@ -428,10 +437,10 @@ def test_a_run_that_failed_before_its_first_checkpoint_does_not_bind_the_next(
         str(run_dir),
     )
     one_line_error(failed, "bad_shape")
-    assert (run_dir / "config.gin").is_file() and checkpoint_steps(run_dir) == []
+    assert "bad_shape" in gin_config(run_dir) and checkpoint_steps(run_dir) == []
     fixed = train(run_dir, 5)  # the corrected command: the default constraint
     assert "Error" not in fixed.output and checkpoint_steps(run_dir) == [5]
-    assert "bad_shape" not in (run_dir / "config.gin").read_text()
+    assert "bad_shape" not in gin_config(run_dir)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -14,20 +14,17 @@ import pytest
 
 import lipgan
 from lipgan.errors import ConfigError
-from lipgan.rundir import checkpoint_steps
 from tests.helpers import TINY, invoke
 from tests.test_lifecycle import one_line_error
 
 
 def _trainer_keywords() -> dict[str, inspect.Parameter]:
     parameters = inspect.signature(lipgan.Trainer.__init__).parameters
-    return {
-        k: p for k, p in parameters.items() if k not in ("self", "step_config", "intervals", "step")
-    }
+    return {k: p for k, p in parameters.items() if k not in ("self", "step_config", "intervals")}
 
 
 def test_every_api_setting_is_a_train_binding_with_the_apis_default():
-    from lipgan.run import GIN_NAMES, train
+    from lipgan.train_root import GIN_NAMES, train
 
     bound = inspect.signature(train).parameters
     for name, parameter in _trainer_keywords().items():
@@ -89,32 +86,40 @@ def test_step_config_and_step_each_mean_one_thing():
     trainer = _tiny_trainer(step_config=config)
     assert trainer.step_config is config and trainer.step == 0
     assert trainer.batches.element_spec.shape.as_list() == [16, 2]
-    with pytest.warns(DeprecationWarning, match="step_config"):
-        old = _tiny_trainer(step=config)  # the old keyword, for one release
-    assert old.step_config is config and old.step == 0
+    with pytest.raises(TypeError, match="step"):
+        _tiny_trainer(step=config)  # the pre-release name of step_config is gone
 
 
-def test_an_old_style_run_dir_still_resumes_and_still_refuses_a_changed_setting(tmp_path):
-    """A run dir written before settings.json (config.gin and checkpoints only) is compared by its
-    config.gin, in one line; once resumed it gets a settings.json."""
+OLDER_RECORDS = {
+    "settings.json": "{}",
+    "config.gin": "train.steps = 2\n",
+    "trainer.json": "{}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(OLDER_RECORDS))
+def test_a_run_dir_of_an_older_lipgan_is_refused_in_one_line_and_left_as_it_was(tmp_path, name):
+    """Dirs written before run.json (settings.json, config.gin, trainer.json and checkpoints) are
+    not read: training, resuming, evaluating or sampling them is one line, and nothing is written."""
     run_dir = tmp_path / "run"
-    args = (*TINY, "--run-dir", str(run_dir))
-    first = invoke("run", *args, "--bind", "train.steps=2")
-    assert first.exit_code == 0, first.output
-    (run_dir / "settings.json").unlink()  # as lipgan wrote run dirs before it existed
-    before = {p.name: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
-
-    refused = invoke(
-        "run", *args, "--bind", "train.steps=4", "--bind", "gradient_penalty.weight=1.0"
-    )
-    one_line_error(refused, "different config (gradient_penalty.weight: 0.1 -> 1.0)", "--force")
-    assert {p.name: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == before
-
-    resumed = invoke("run", *args, "--bind", "train.steps=4")
-    assert resumed.exit_code == 0, resumed.output
-    assert "resumed from" in resumed.output and checkpoint_steps(run_dir / "checkpoints")[-1] == 4
-    assert json.loads((run_dir / "settings.json").read_text())["constraint"]["weight"] == 0.1
-    assert not list(run_dir.glob("config-before-*"))  # only train.steps changed: nothing replaced
+    (run_dir / "checkpoints").mkdir(parents=True)
+    (run_dir / name).write_text(OLDER_RECORDS[name])
+    (run_dir / "checkpoints" / "ckpt-2.index").write_bytes(b"")
+    before = {p.relative_to(run_dir): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    expected = f"run dir {run_dir} was written by an older lipgan ({name}, no run.json)"
+    for args in (
+        ("run", *TINY, "--bind", "train.steps=4", "--run-dir", str(run_dir)),
+        ("run", "--resume", str(run_dir)),
+        ("eval", str(run_dir)),
+        ("sample", str(run_dir), "--out", str(tmp_path / "s")),
+    ):
+        one_line_error(invoke(*args), expected, "start a new --run-dir")
+    with pytest.raises(lipgan.errors.RunDirError, match="written by an older lipgan"):
+        _tiny_trainer(
+            step_config=lipgan.StepConfig(global_batch_size=16, n_critic=1, jit_compile=False)
+        ).fit(4, run_dir=run_dir, verbose=0)
+    after = {p.relative_to(run_dir): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    assert after == before and not (tmp_path / "s.npz").exists()
 
 
 @pytest.mark.slow
@@ -135,5 +140,5 @@ def test_a_study_cell_trains_a_python_trainer_without_gin(tmp_path, monkeypatch)
     assert result["status"] == "ok" and result["step"] == 4
     assert [p["step"] for p in result["curve"]] == [0, 2, 4]
     assert result["metrics"]["num_modes"] == 8 and np.isfinite(result["metrics"]["w1"])
-    assert (tmp_path / "samples.npy").is_file() and (tmp_path / "settings.json").is_file()
-    assert not (tmp_path / "config.gin").exists()
+    assert (tmp_path / "samples.npy").is_file()
+    assert "gin" not in json.loads((tmp_path / "run.json").read_text())  # a Python run's record

@@ -149,9 +149,9 @@ def test_an_overflowing_generator_update_is_caught_and_never_checkpointed(tmp_pa
 def save_nan_checkpoint(run_dir, step):
     """What older versions could leave: a checkpoint whose generator weights are NaN."""
     from lipgan.checkpoint import RunCheckpoint
-    from lipgan.cli import _load_run
+    from lipgan.rundir_cli import load_run
 
-    trainer, _ = _load_run(run_dir, [], False, ())
+    trainer, _ = load_run(run_dir, [], False, ())
     for variable in trainer.generator.weights:
         variable.assign(tf.fill(variable.shape, float("nan")))
     trainer.wgan.iteration.assign(step)
@@ -445,12 +445,12 @@ def test_debris_of_killed_runs_is_cleaned_on_the_next_start(tmp_path):
     folder = run_dir / "checkpoints"
     (folder / "ckpt-12_temp").mkdir()
     (folder / "ckpt-12_temp" / "part-00000").write_bytes(b"\0" * 100)
-    (run_dir / "settings.json.tmp").write_text("")
+    (run_dir / "run.json.tmp").write_text("")
     for part in folder.glob("ckpt-5.*"):  # a save killed before the state file listed it
         (folder / part.name.replace("ckpt-5", "ckpt-1")).write_bytes(part.read_bytes())
     resumed = train(run_dir, 20)
     assert "leftover(s) of an interrupted write" in resumed.output
-    assert not (folder / "ckpt-12_temp").exists() and not (run_dir / "settings.json.tmp").exists()
+    assert not (folder / "ckpt-12_temp").exists() and not (run_dir / "run.json.tmp").exists()
     assert checkpoint_steps(run_dir) == [10, 15, 20]  # max_checkpoints=3 covers the orphan too
 
 
@@ -462,10 +462,10 @@ def test_odd_run_dirs_get_a_plain_line(tmp_path):
     one_line_error(result, "symbolic link", "leads nowhere")
     run_dir = tmp_path / "run"
     train(run_dir, 5)
-    (run_dir / "settings.json").write_text("[]")
+    (run_dir / "run.json").write_text("[]")
     before = snapshot(run_dir)
     result = invoke("run", *TINY, "--bind", "train.steps=10", "--run-dir", str(run_dir))
-    one_line_error(result, "settings.json holds a JSON list", "restore it")
+    one_line_error(result, "run.json holds a JSON list", "restore it")
     assert snapshot(run_dir) == before
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 import gin
-from lipgan import config, run
+from lipgan import config, rebuild, train_root
 from lipgan.metrics import images as m
 from lipgan.plugins import load_registry
 
@@ -39,8 +39,8 @@ print(
         3,
     ),
 )
-config.parse([str(run_dir / "config.gin")], [], load_registry().registry)
-b = gin.get_bindings(run.train)
+config.parse_text(rebuild.gin_config(rebuild.read(run_dir)), [], load_registry().registry)
+b = gin.get_bindings(train_root.train)
 shape = tuple(b["dataset"](8, 0).element_spec.shape[1:])
 for ckpt in tf.train.get_checkpoint_state(str(run_dir / "checkpoints")).all_model_checkpoint_paths:
     g = b["generator"](shape)

@@ -1,5 +1,5 @@
 """Write a sample grid PNG from a finished image run: restores the generator of RUN_DIR's latest
-checkpoint (built from RUN_DIR/config.gin) and tiles N samples.
+checkpoint (built from the gin config in RUN_DIR/run.json) and tiles N samples.
 
     .venv/bin/python docs/figures/sample_grid.py RUN_DIR OUT.png [N] [SCALE]
 
@@ -13,14 +13,15 @@ from pathlib import Path
 import tensorflow as tf
 
 import gin
-from lipgan import config, run
+from lipgan import config, rebuild, train_root
 from lipgan.plots.images import save_grid
 from lipgan.plugins import load_registry
 
 
 def main(run_dir: str, out: str, n: int = 100, scale: int = 3) -> None:
-    config.parse([str(Path(run_dir) / "config.gin")], [], load_registry().registry)
-    bindings = gin.get_bindings(run.train)
+    text = rebuild.gin_config(rebuild.read(run_dir))
+    config.parse_text(text, [], load_registry().registry)
+    bindings = gin.get_bindings(train_root.train)
     data = bindings["dataset"](8, 0)
     generator = bindings["generator"](tuple(data.element_spec.shape[1:]))
     tf.train.Checkpoint(generator=generator).restore(

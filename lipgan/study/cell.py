@@ -57,7 +57,7 @@ class Timing(Progress):
         from lipgan.study.curve import CURVE_FILE, Curve
 
         super().set_trainer(trainer)
-        toy = evaluation.toy_set_of(trainer.wgan, trainer.dataset)
+        toy = evaluation.toy_set_of(trainer.wgan, trainer.data_factory)
         if self.eval_every and toy:
             self.curve = Curve(
                 trainer.wgan,
@@ -198,7 +198,7 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
         # The study computes the W1 floor once per data set from many pairs (report.references).
         values = evaluation.evaluate(
             trainer.wgan,
-            trainer.dataset,
+            trainer.data_factory,
             seed=trainer.seed,
             batch_size=trainer.global_batch_size,
             num_samples=eval_samples,
@@ -217,7 +217,7 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
     else:  # images: the first 64 for the report's sample grid
         np.save(run_dir / "samples.npy", np.asarray(fake[:64], np.float32))
     if "digits_fd" in metrics:
-        metrics.update(class_metrics(fake, getattr(trainer.dataset, "data_dir", None)))
+        metrics.update(class_metrics(fake, getattr(trainer.data_factory, "data_dir", None)))
     per_iteration, includes_compile = timing.per_iteration()
     result = {
         "status": "ok",
