@@ -194,7 +194,7 @@ class RunCheckpoint:
             if int(self.seed.numpy()) != self.wgan.config.seed:
                 raise CheckpointError(
                     f"{path} was written with train.seed={int(self.seed.numpy())} but the config says "
-                    f"{self.wgan.config.seed}; use the run's own config.gin or a new --run-dir"
+                    f"{self.wgan.config.seed}; resume with `lipgan run --resume DIR` (the run's own config) or a new --run-dir"
                 )
             bad = self.wgan.nonfinite_weight()
             if bad is not None:

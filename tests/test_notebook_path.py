@@ -32,7 +32,9 @@ def trainer(data, **kwargs):
         "critic": critic,
         "generator": generator,
         "constraint": lipgan.constraints.GradientPenalty(fast_relu=False),
-        "step": lipgan.StepConfig(global_batch_size=8, n_critic=1, seed=0, jit_compile=False),
+        "step_config": lipgan.StepConfig(
+            global_batch_size=8, n_critic=1, seed=0, jit_compile=False
+        ),
         "intervals": lipgan.Intervals(log_every=1, checkpoint_every=0, plot_samples=0),
         **kwargs,
     }
