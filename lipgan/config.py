@@ -496,7 +496,7 @@ def _nonfinite(value) -> bool:
 def check_finite(bindings: list[str]) -> None:
     """Refuse a parsed config holding a NaN or infinite number (``weight_clip.c = 1e999``).
 
-    gin reads ``1e999`` as ``inf`` but writes it back into ``config.gin`` as ``# None.``, so a
+    gin reads ``1e999`` as ``inf`` but writes it back into the run's recorded config as ``# None.``, so a
     resume is refused and ``sample``/``eval`` rebuild the model with the default instead; no
     parameter of lipgan means anything at infinity. Checked before anything is written, with the
     optimizer settings' ranges (a negative learning rate, :mod:`lipgan.ranges`).

@@ -189,6 +189,8 @@ class TrainingLoop:
             # A CLI run is rebuilt from its gin config: notes on what the description lacks
             # would be about a rebuild that never happens.
             notes = warn if "gin" not in parts else (lambda _: None)
+            rundir.path.mkdir(parents=True, exist_ok=True)
+            rundir.lock()  # before describe() may copy the data in: one writer from here on
             self.run_record = record.make(settings, self.describe(Path(run_dir), notes), parts)
             rundir.begin(self.run_record, start, replaced=bool(differences), warn=warn)
             self.rundir = rundir

@@ -144,7 +144,7 @@ class Trainer:
         # (TFDS runs TF ops), which must not change the first run's initial weights.
         keras.utils.set_random_seed(config.seed)
         #: The models as the factories built them, before a constraint wraps the critic: what the
-        #: run dir describes (:mod:`lipgan.architecture`).
+        #: run record describes (:mod:`lipgan.description`).
         self.built_models: dict[str, keras.Model] = {}
         self.wgan = WGAN(
             self.tf_strategy,
