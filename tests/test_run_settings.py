@@ -142,3 +142,29 @@ def test_a_study_cell_trains_a_python_trainer_without_gin(tmp_path, monkeypatch)
     assert result["metrics"]["num_modes"] == 8 and np.isfinite(result["metrics"]["w1"])
     assert (tmp_path / "samples.npy").is_file()
     assert "gin" not in json.loads((tmp_path / "run.json").read_text())  # a Python run's record
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"format": 2, "settings": {}}', "run.json has format 2, this lipgan reads format 1"),
+        ('{"format": 1}', "run.json holds no settings, not the record lipgan writes"),
+        ("{", "run.json is unreadable"),
+    ],
+)
+def test_a_record_lipgan_cannot_read_is_one_line(tmp_path, text, message):
+    from lipgan import record
+
+    (tmp_path / "run.json").write_text(text)
+    with pytest.raises(lipgan.errors.RunDirError, match=message):
+        record.read(tmp_path)
+    one_line_error(invoke("eval", str(tmp_path)), message)
+
+
+def test_the_one_comparison_ignores_how_long_and_how_often():
+    from lipgan.record import differences
+
+    old = {"step_config": {"seed": 0}, "intervals": {"log_every": 1}, "constraint": {"weight": 1}}
+    new = {"step_config": {"seed": 0}, "intervals": {"log_every": 5}, "constraint": {"weight": 2}}
+    assert differences(old, new) == ["constraint.weight: 1 -> 2"]
+    assert differences(old, old) == []
