@@ -107,5 +107,5 @@ def test_ema_resumes_exactly_and_samples_and_evaluation_use_it(tmp_path):
     assert not np.allclose(samples, reader.wgan.generator(z, training=False))
     np.testing.assert_array_equal(samples, resumed.sample(16))
     # a run dir trained with the EMA is not resumed without it (a setting of the step)
-    with pytest.raises(lipgan.errors.RunDirError, match=r"step\.ema_decay: 0\.9 -> 0\.0"):
+    with pytest.raises(lipgan.errors.RunDirError, match=r"step_config\.ema_decay: 0\.9 -> 0\.0"):
         make_trainer().fit(7, run_dir=tmp_path, progress=quiet)
