@@ -69,7 +69,7 @@ def short_label(constraint: str) -> str:
     maxmin`` becomes ``bjorck [maxmin]`` (a binding's value once, however many configurables it
     sets), ``gradient_penalty:every=4`` becomes ``gradient_penalty [every=4]``. The table keeps
     the full spec, which is what the command line says."""
-    from lipgan.bench.harness import parse_spec
+    from lipgan.bench.sweep import parse_spec
     from lipgan.errors import ConfigError
 
     try:
