@@ -195,6 +195,7 @@ def test_figure_labels_are_short_and_the_table_keeps_the_spec():
     assert figure.short_label(spec) == "bjorck [maxmin]"
     assert figure.short_label("gradient_penalty:every=4") == "gradient_penalty [every=4]"
     assert figure.short_label("r1") == "r1"
+    assert figure.short_label(spec + " +EMA") == "bjorck [maxmin] +EMA"  # a tuned study's EMA row
     md = tables.markdown({"steps": 1000, "seeds": 1, "eval_samples": 2500}, [_ok("ring", spec, 0)])
     assert f"| {spec} |" in md
 

@@ -68,10 +68,14 @@ def short_label(constraint: str) -> str:
     """A row's name for a figure: ``bjorck:mlp_critic.activation=maxmin,dcgan_critic.activation=
     maxmin`` becomes ``bjorck [maxmin]`` (a binding's value once, however many configurables it
     sets), ``gradient_penalty:every=4`` becomes ``gradient_penalty [every=4]``. The table keeps
-    the full spec, which is what the command line says."""
+    the full spec, which is what the command line says. A row label's words after the spec (a
+    tuned study's ``SPEC +EMA``) are kept after the short name: ``bjorck [maxmin] +EMA``."""
     from lipgan.bench.sweep import parse_spec
     from lipgan.errors import ConfigError
 
+    spec, space, suffix = constraint.partition(" ")
+    if space:
+        return f"{short_label(spec)} {suffix}"
     try:
         name, kwargs = parse_spec(constraint)
     except ConfigError:  # a spec this study could not parse keeps its own spelling

@@ -223,7 +223,7 @@ def markdown(
                 name = (
                     f"{short_label(constraint)}, shared config"
                     if label == SHARED
-                    else short_label(constraint) + label[len(constraint) :]
+                    else short_label(label)
                 )
                 lines.append(
                     f"| {name} | {shown} | "
