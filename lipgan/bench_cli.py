@@ -31,7 +31,7 @@ def _batches(values) -> dict[str, list[int]]:
     return sweep
 
 
-def _check_strategies(specs, harness) -> None:
+def _check_strategies(specs, sweep) -> None:
     """Every ``--strategy`` names a registered strategy with valid arguments, before anything runs.
 
     The sweep runs non-default strategies in child processes and skips one that fails to start
@@ -41,7 +41,7 @@ def _check_strategies(specs, harness) -> None:
 
     registry = load_registry().registry
     for spec in specs:
-        harness._instantiate(registry, "strategy", spec)  # noqa: SLF001 - one-line errors
+        sweep._instantiate(registry, "strategy", spec)  # noqa: SLF001 - one-line errors
 
 
 @click.command()
@@ -151,15 +151,15 @@ def bench(
     2048x2048 float32 matmul (bf16 rows are compared with the float32 figures); first call s
     (compile + first step); peak MiB.
     """
-    from lipgan.bench import harness, report
+    from lipgan.bench import harness, report, sweep
 
-    cfg = harness.BenchConfig(
+    cfg = sweep.BenchConfig(
         models=list(models) or ["toy", "dcgan"],
         constraints=list(constraints) or None,
         strategies=list(strategies) or ["default"],
         modes=list(modes) or ["auto"],
         batches=_batches(batches),
-        measurements=list(measurements) or list(harness.MEASUREMENTS),
+        measurements=list(measurements) or list(sweep.MEASUREMENTS),
         keras_io=not no_keras_io,
         repetitions=repetitions,
         min_rep_seconds=min_rep_seconds,
@@ -168,7 +168,7 @@ def bench(
         count_flops=not no_flops,
         probe=not no_probe,
     )
-    _check_strategies(cfg.strategies, harness)
+    _check_strategies(cfg.strategies, sweep)
     records = harness.run(cfg, log=lambda line: click.echo(line, err=True))
     if not records:
         raise ConfigError(

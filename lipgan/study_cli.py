@@ -175,7 +175,7 @@ def study(
 def check_constraints(constraints, registry) -> list[str]:
     """The SPECs as given; an unknown constraint name is one line, before any cell starts (not
     recorded as N failed cells)."""
-    from lipgan.bench.harness import parse_spec
+    from lipgan.bench.sweep import parse_spec
     from lipgan.errors import ConfigError
 
     known = registry.names("constraint")

@@ -7,27 +7,27 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from lipgan.bench import harness
+from lipgan.bench import cases, harness, sweep
 from lipgan.cli import cli
 from lipgan.errors import ConfigError
 from tests.helpers import TINY_BENCH
 
 
 def test_parse_spec_reads_python_literals():
-    assert harness.parse_spec("gradient_penalty:fast_relu=True,every=16") == (
+    assert sweep.parse_spec("gradient_penalty:fast_relu=True,every=16") == (
         "gradient_penalty",
         {"fast_relu": True, "every": 16},
     )
-    assert harness.parse_spec("none") == ("none", {})
+    assert sweep.parse_spec("none") == ("none", {})
     with pytest.raises(ConfigError):
-        harness.parse_spec("gradient_penalty:every")
+        sweep.parse_spec("gradient_penalty:every")
 
 
 def test_default_constraints_cover_the_registry_and_gp_variants():
     from lipgan.plugins import load_registry
 
     registry = load_registry().registry
-    specs = harness.default_constraints(registry)
+    specs = sweep.default_constraints(registry)
     assert set(registry.names("constraint")) <= set(specs)
     assert "gradient_penalty:fast_relu=False" in specs and "gradient_penalty:every=16" in specs
 
@@ -59,7 +59,7 @@ def test_bench_smoke(tmp_path):
         ("gradient_penalty:every=2", "penalty"),
         ("gradient_penalty:every=2", "critic_step"),
         ("gradient_penalty:every=2", "iteration"),
-        (harness.KERAS_IO, "iteration"),
+        (sweep.KERAS_IO, "iteration"),
     }
     for r in records:
         assert r["examples_per_s"] > 0 and r["repetitions"] == 1
@@ -94,7 +94,7 @@ def test_bench_rejects_unknown_constraint_in_one_line(tmp_path):
 
 @pytest.mark.slow
 def test_bench_mirrored_runs_in_a_child_process(tmp_path):
-    cfg = harness.BenchConfig(
+    cfg = sweep.BenchConfig(
         models=["toy"],
         constraints=["none"],
         strategies=["mirrored:logical_cpus=2"],
@@ -111,7 +111,7 @@ def test_bench_mirrored_runs_in_a_child_process(tmp_path):
 
 @pytest.mark.slow
 def test_bench_eager_and_xla_modes_run():
-    cfg = harness.BenchConfig(
+    cfg = sweep.BenchConfig(
         models=["toy"],
         constraints=["none", "gradient_penalty:fast_relu=True"],
         modes=["eager", "xla"],
@@ -129,15 +129,15 @@ def test_bench_eager_and_xla_modes_run():
     for mode in ("eager", "xla"):
         assert (mode, "gradient_penalty:fast_relu=True", "penalty") in modes
         assert (mode, "gradient_penalty:fast_relu=True", "iteration") in modes
-        assert (mode, harness.KERAS_IO, "iteration") in modes
+        assert (mode, sweep.KERAS_IO, "iteration") in modes
 
 
 def test_bf16_modes_split_into_execution_and_precision():
-    assert harness.split_mode("function") == ("function", None)
-    assert harness.split_mode("xla+bf16") == ("xla", "mixed_bfloat16")
-    assert harness.split_mode("function+bf16") == ("function", "mixed_bfloat16")
+    assert sweep.split_mode("function") == ("function", None)
+    assert sweep.split_mode("xla+bf16") == ("xla", "mixed_bfloat16")
+    assert sweep.split_mode("function+bf16") == ("function", "mixed_bfloat16")
     with pytest.raises(ConfigError, match=re.escape("unknown mode 'xla+fp8'")):
-        harness.BenchConfig(modes=["xla+fp8"]).validate()
+        sweep.BenchConfig(modes=["xla+fp8"]).validate()
 
 
 def test_matmul_probe_measures_dense_shapes_and_fractions_follow():
@@ -153,10 +153,10 @@ def test_matmul_probe_measures_dense_shapes_and_fractions_follow():
 
 
 def test_auto_mode_names_what_it_resolved_to():
-    assert harness.BenchConfig().modes == ["auto"]
-    assert harness.resolved_mode("auto", use_xla=True) == "xla"
-    assert harness.resolved_mode("auto+bf16", use_xla=False) == "function+bf16"
-    assert harness.resolved_mode("function", use_xla=False) == "function"
+    assert sweep.BenchConfig().modes == ["auto"]
+    assert cases.resolved_mode("auto", use_xla=True) == "xla"
+    assert cases.resolved_mode("auto+bf16", use_xla=False) == "function+bf16"
+    assert cases.resolved_mode("function", use_xla=False) == "function"
     from lipgan.bench.report import mode_label
 
     assert mode_label({"mode": "auto", "resolved_mode": "xla"}) == "auto → xla"
@@ -196,8 +196,8 @@ def test_bench_defaults_to_what_lipgan_run_does(tmp_path):
     table = (tmp_path / "results.md").read_text()
     assert {r["model"] for r in records} == {"toy", "dcgan"}
     for r in records:
-        critic, generator = harness._model_fns(harness.MODELS[r["model"]])
-        shape = harness.MODELS[r["model"]].data_shape
+        critic, generator = cases._model_fns(sweep.MODELS[r["model"]])
+        shape = sweep.MODELS[r["model"]].data_shape
         models = (critic(shape), generator(shape))
         xla = resolve_jit_compile("auto", tf.distribute.get_strategy(), models)
         assert r["mode"] == "auto"

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from lipgan.reproduce import fig1
+from lipgan.reproduce import fig1, fig1_setup, fig1a, fig1b
 
 
 @pytest.mark.slow
 def test_quick_fig1b_shows_clipping_explode_or_vanish_and_gp_flat(tmp_path):
-    result = {"fig1b": fig1.fig1b(fig1.QUICK, log=lambda line: None)}
+    result = {"fig1b": fig1b.fig1b(fig1_setup.QUICK, log=lambda line: None)}
     # through JSON, as the shipped numbers are read
     result = json.loads(json.dumps(result))
     b = result["fig1b"]
@@ -22,12 +22,12 @@ def test_quick_fig1b_shows_clipping_explode_or_vanish_and_gp_flat(tmp_path):
         "weight_clip_c0.001",
         "gradient_penalty",
     }
-    assert all(len(v) == fig1.QUICK.b_depth for v in b["layer_grad_norms"].values())
+    assert all(len(v) == fig1_setup.QUICK.b_depth for v in b["layer_grad_norms"].values())
     assert (
         max(b["max_over_min"]["weight_clip_c0.1"], b["max_over_min"]["weight_clip_c0.001"]) >= 1e2
     )
     assert b["max_over_min"]["gradient_penalty"] <= 10
-    assert fig1.check_fig1b(result) == []
+    assert fig1b.check_fig1b(result) == []
     # clipping piles the weights at +-c; the GP critic's weights do not sit at their extremes
     assert b["weight_histograms"]["weight_clip_c0.001"]["frac_at_bounds"] > 0.5
     assert b["weight_histograms"]["gradient_penalty"]["frac_at_bounds"] < 0.01
@@ -40,16 +40,16 @@ def test_check_fig1b_reports_a_flat_clipped_critic_and_a_steep_gp_critic():
         "weight_clip_c0.001": 8.0,
         "gradient_penalty": 2.0,
     }
-    failures = fig1.check_fig1b({"fig1b": {"max_over_min": flat}})
+    failures = fig1b.check_fig1b({"fig1b": {"max_over_min": flat}})
     assert len(failures) == 1 and "clipping" in failures[0]
     steep_gp = dict(flat, **{"weight_clip_c0.001": 1e5, "gradient_penalty": 50.0})
-    failures = fig1.check_fig1b({"fig1b": {"max_over_min": steep_gp}})
+    failures = fig1b.check_fig1b({"fig1b": {"max_over_min": steep_gp}})
     assert len(failures) == 1 and "GP" in failures[0]
 
 
 def test_max_over_min_treats_a_dead_layer_as_infinite_spread():
-    assert fig1.max_over_min([1.0, 10.0, 100.0]) == pytest.approx(100.0)
-    assert fig1.max_over_min([0.0, 1.0]) >= 1e300
+    assert fig1b.max_over_min([1.0, 10.0, 100.0]) == pytest.approx(100.0)
+    assert fig1b.max_over_min([0.0, 1.0]) >= 1e300
 
 
 def test_reproduce_out_must_be_a_directory(tmp_path):
@@ -71,14 +71,16 @@ def test_fixed_generator_adds_noise_to_the_same_real_batch():
 
     rng = np.random.default_rng(0)
     real = rng.uniform(-2, 2, size=(4096, 2)).astype(np.float32)
-    fake = fig1.fixed_generator(real, np.random.default_rng(1))
+    fake = fig1a.fixed_generator(real, np.random.default_rng(1))
     noise = fake - real
     assert fake.shape == real.shape and fake.dtype == np.float32
     assert abs(noise.mean()) < 0.05 and noise.std() == pytest.approx(1.0, rel=0.05)
     assert abs(np.corrcoef(noise[:, 0], real[:, 0])[0, 1]) < 0.05  # the noise is independent
     # paired: E‖noise‖ = √(π/2) ≈ 1.25; an independent sample would put the pairs ≈ 2.4 apart
     assert np.linalg.norm(noise, axis=1).mean() < 1.3
-    assert fig1.FULL.a_init == fig1.QUICK.a_init == "he_uniform"  # the official code's 'he'
+    assert (
+        fig1_setup.FULL.a_init == fig1_setup.QUICK.a_init == "he_uniform"
+    )  # the official code's 'he'
 
 
 @pytest.mark.parametrize("kind", ["bjorck", "aol"])
@@ -91,15 +93,15 @@ def test_fig1a_construction_rows_train_maxmin_critics_that_stay_1_lipschitz(kind
     from lipgan import diagnostics
     from lipgan.data.toy import SAMPLERS
 
-    assert kind in fig1.FIG1A_KINDS and fig1.FIG1A_ACTIVATION[kind] == "maxmin"
-    s = dataclasses.replace(fig1.QUICK, a_steps=30, a_width=32, points=64)
-    critic, loss = fig1.train_critic_against_fixed_generator("8gaussians", kind, s)
+    assert kind in fig1a.FIG1A_KINDS and fig1a.FIG1A_ACTIVATION[kind] == "maxmin"
+    s = dataclasses.replace(fig1_setup.QUICK, a_steps=30, a_width=32, points=64)
+    critic, loss = fig1a.train_critic_against_fixed_generator("8gaussians", kind, s)
     assert np.isfinite(loss)
     assert any(layer.name.startswith(f"{kind}_") for layer in critic.layers)
-    assert fig1._constraint(kind).lipschitz_bound(critic) <= 1.0 + 1e-5
+    assert fig1_setup._constraint(kind).lipschitz_bound(critic) <= 1.0 + 1e-5
     rng = np.random.default_rng(0)
     real = SAMPLERS["8gaussians"](64, rng)
-    grads = diagnostics.gradient_norm_stats(critic, real, fig1.fixed_generator(real, rng), seed=0)
+    grads = diagnostics.gradient_norm_stats(critic, real, fig1a.fixed_generator(real, rng), seed=0)
     assert grads["interp/mean"] <= 1.0 + 1e-3
     assert grads["interp/mean"] > 0.5
 
@@ -107,15 +109,15 @@ def test_fig1a_construction_rows_train_maxmin_critics_that_stay_1_lipschitz(kind
 def test_rows_cover_every_panel_once():
     assert len(fig1.ROWS) == len(set(fig1.ROWS)) == 4 * 3 + 4
     assert {(t, k) for part, t, k in fig1.ROWS if part == "a"} == {
-        (toy_set, kind) for toy_set, _ in fig1.TOY_SETS for kind in fig1.FIG1A_KINDS
+        (toy_set, kind) for toy_set, _ in fig1_setup.TOY_SETS for kind in fig1a.FIG1A_KINDS
     }
-    assert {(k, c) for part, k, c in fig1.ROWS if part == "b"} == set(fig1.FIG1B_CONFIGS)
+    assert {(k, c) for part, k, c in fig1.ROWS if part == "b"} == set(fig1b.FIG1B_CONFIGS)
 
 
 @pytest.mark.slow
 def test_rows_in_worker_processes_give_the_serial_numbers():
     tiny = dataclasses.replace(
-        fig1.QUICK, a_steps=2, a_width=16, grid=4, points=8, b_iterations=1, b_width=16
+        fig1_setup.QUICK, a_steps=2, a_width=16, grid=4, points=8, b_iterations=1, b_width=16
     )
     lines = []
     serial = fig1.run_rows(tiny, lines.append, jobs=1)
@@ -141,7 +143,7 @@ def test_bjorck_rows_in_worker_processes_end_certified_and_match_the_in_process_
     (CHANGELOG.md, Fixed). A Björck row trained in a single-threaded worker process must end with the
     critic it reports certified (SVD bound ≤ 1 + 1e-3), its estimate and gradient norms under
     that bound, and the numbers of the same row run in this process up to float rounding."""
-    s = dataclasses.replace(fig1.QUICK, a_steps=40, a_width=64, grid=8, points=64)
+    s = dataclasses.replace(fig1_setup.QUICK, a_steps=40, a_width=64, grid=8, points=64)
     tasks = [("a", "25gaussians", "bjorck"), ("a", "swissroll", "bjorck")]
     lines = []
     workers = fig1.run_tasks(tasks, s, lines.append, jobs=2)
@@ -165,7 +167,7 @@ def test_worker_processes_print_nothing_on_the_users_terminal(capfd):
     print TensorFlow's C++ start-up lines ("oneDNN custom operations are on", "Could not find
     cuda drivers") and, in a worker that ran five 1a rows, tf.function's retracing warning
     (each row's new ``train_steps`` counts towards it, though none retraces)."""
-    tiny = dataclasses.replace(fig1.QUICK, a_steps=2, a_width=16, grid=4, points=8)
+    tiny = dataclasses.replace(fig1_setup.QUICK, a_steps=2, a_width=16, grid=4, points=8)
     tasks = [task for task in fig1.ROWS if task[0] == "a"]  # 12 rows: a worker runs >= 6
     lines = []
     fig1.run_tasks(tasks, tiny, lines.append, jobs=2)
@@ -199,34 +201,34 @@ def test_fixed_generator_batches_are_the_batches_a_step_by_step_loop_draws():
     that drawing one real batch and its fixed-generator batch per step gave."""
     from lipgan.data.toy import SAMPLERS
 
-    s = dataclasses.replace(fig1.QUICK, a_steps=3, batch_size=8)
-    real, fake = fig1.fixed_generator_batches("25gaussians", s)
+    s = dataclasses.replace(fig1_setup.QUICK, a_steps=3, batch_size=8)
+    real, fake = fig1a.fixed_generator_batches("25gaussians", s)
     assert real.shape == fake.shape == (3, 8, 2) and real.dtype == fake.dtype == np.float32
     rng = np.random.default_rng(s.seed)
     for i in range(s.a_steps):
         expected = SAMPLERS["25gaussians"](s.batch_size, rng)
         np.testing.assert_array_equal(real[i], expected)
-        np.testing.assert_array_equal(fake[i], fig1.fixed_generator(expected, rng))
+        np.testing.assert_array_equal(fake[i], fig1a.fixed_generator(expected, rng))
 
 
-@pytest.mark.parametrize("kind", fig1.FIG1A_KINDS)
+@pytest.mark.parametrize("kind", fig1a.FIG1A_KINDS)
 def test_1a_steps_in_one_call_match_a_call_per_step_and_xla(kind):
     """All of a 1a row's critic steps run in one compiled call; the critic must end as it does
     with one call per step (the step index, which keys the penalty's ε, included), and under XLA
     compute the same function up to float rounding."""
-    s = dataclasses.replace(fig1.QUICK, a_steps=6, a_width=16, batch_size=32)
-    real, fake = fig1.fixed_generator_batches("swissroll", s)
+    s = dataclasses.replace(fig1_setup.QUICK, a_steps=6, a_width=16, batch_size=32)
+    real, fake = fig1a.fixed_generator_batches("swissroll", s)
     points = np.concatenate([real[0], fake[0]])
     results = {}
     for mode, jit in (("one call", False), ("per step", False), ("xla", True)):
-        critic, train = fig1.critic_trainer(kind, dataclasses.replace(s, a_jit_compile=jit))
+        critic, train = fig1a.critic_trainer(kind, dataclasses.replace(s, a_jit_compile=jit))
         if mode == "per step":
             for i in range(s.a_steps):
                 loss = train(real[i : i + 1], fake[i : i + 1], start=i)
         else:
             loss = train(real, fake)
         values = np.asarray(critic(points, training=False)).ravel()
-        results[mode] = (loss, fig1._critic_weights(critic), values)
+        results[mode] = (loss, fig1b._critic_weights(critic), values)
     loss, weights, values = results["one call"]
     assert np.isfinite(loss) and weights.size > 16 * 16
     assert results["per step"][0] == pytest.approx(loss, rel=1e-5, abs=1e-7)
@@ -235,6 +237,6 @@ def test_1a_steps_in_one_call_match_a_call_per_step_and_xla(kind):
     # output bias, a dead unit's) into a step of up to lr, so compare the function, not weights
     assert results["xla"][0] == pytest.approx(loss, rel=1e-4, abs=1e-6)
     np.testing.assert_allclose(results["xla"][2], values, atol=5e-4)
-    untrained, _ = fig1.critic_trainer(kind, s)
+    untrained, _ = fig1a.critic_trainer(kind, s)
     untrained_values = np.asarray(untrained(points, training=False)).ravel()
     assert np.abs(untrained_values - values).max() > 5e-3  # the steps ran

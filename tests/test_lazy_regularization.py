@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from lipgan.constraint import StepContext
 from lipgan.testbeds import fit_critic
-from lipgan.testing import _context
+from lipgan.testing.fixtures import _context
 from lipgan_plugins.gradient_penalty import GradientPenalty, lazy_step_is_active
 from lipgan_plugins.no_constraint import NoConstraint
 from tests.conftest import LAZY_REPLICA_SPECS

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from lipgan.study import StudySpec, report, run_study
+from lipgan.study import StudySpec, figure, run_study, summary, tables
 from lipgan.study.runner import cell_dir
 
 
@@ -29,10 +29,10 @@ def _cell(constraint, seed, status="ok", **metrics):
 
 
 def test_collapse_rule():
-    assert report.is_collapsed({"modes_covered": 1, "num_modes": 8}) is True
-    assert report.is_collapsed({"modes_covered": 8, "num_modes": 8, "reverse_kl": 2.0}) is True
-    assert report.is_collapsed({"modes_covered": 8, "num_modes": 8, "reverse_kl": 0.05}) is False
-    assert report.is_collapsed({"w1": 0.1}) is None
+    assert summary.is_collapsed({"modes_covered": 1, "num_modes": 8}) is True
+    assert summary.is_collapsed({"modes_covered": 8, "num_modes": 8, "reverse_kl": 2.0}) is True
+    assert summary.is_collapsed({"modes_covered": 8, "num_modes": 8, "reverse_kl": 0.05}) is False
+    assert summary.is_collapsed({"w1": 0.1}) is None
 
 
 def test_report_marks_collapsed_and_failed_cells_and_aggregates(tmp_path):
@@ -51,14 +51,14 @@ def test_report_marks_collapsed_and_failed_cells_and_aggregates(tmp_path):
         ),
         _cell("clip", 1, status="failed"),
     ]
-    summary = report.summarize(results)["8gaussians"]
-    mean, se, infinite, count = summary["gp"]["stats"]["w1"]
+    by_row = summary.summarize(results)["8gaussians"]
+    mean, se, infinite, count = by_row["gp"]["stats"]["w1"]
     assert mean == pytest.approx(0.2) and se == pytest.approx(0.1)  # std(ddof=1)/sqrt(2)
     assert (infinite, count) == (0, 2)
-    assert summary["clip"]["collapsed"] == 1 and summary["clip"]["failed"] == 1
-    assert summary["gp"]["collapsed"] == 0
+    assert by_row["clip"]["collapsed"] == 1 and by_row["clip"]["failed"] == 1
+    assert by_row["gp"]["collapsed"] == 0
     spec = {"steps": 10, "seeds": 2, "eval_samples": 2500}
-    md = report.markdown(spec, results)
+    md = tables.markdown(spec, results)
     row = next(line for line in md.splitlines() if line.startswith("| clip |"))
     assert row.endswith("| 1 | 1 | 1 |")  # seeds, failed, collapsed
     assert "W1 floor" not in md  # a key no cell reports gets no column
@@ -70,7 +70,7 @@ def test_missing_key_shows_dash():
         _cell("a", 0, w1=0.1, reverse_kl=0.1),
         _cell("b", 0, w1=0.2),
     ]
-    md = report.markdown({"steps": 1, "seeds": 1, "eval_samples": 2500}, results)
+    md = tables.markdown({"steps": 1, "seeds": 1, "eval_samples": 2500}, results)
     row = next(line for line in md.splitlines() if line.startswith("| b |"))
     assert "–" in row
 
@@ -78,7 +78,7 @@ def test_missing_key_shows_dash():
 def test_pacgan_rows_beside_ring():
     results = [_cell("a", 0, w1=0.1)]
     results[0]["cell"]["dataset"] = "ring"
-    md = report.markdown({"steps": 7, "seeds": 1, "eval_samples": 2500}, results)
+    md = tables.markdown({"steps": 7, "seeds": 1, "eval_samples": 2500}, results)
     assert "PacGAN4 | 7.8±0.1" in md and "not the same training" in md
 
 
@@ -130,13 +130,13 @@ def test_quick_study_from_the_cli_reports_structure_and_a_collapsed_cell(tmp_pat
     frozen = "gradient_penalty:generator/linear_decay.initial_learning_rate=0.0"
     out = tmp_path / "quick"
     figures = []
-    draw = report.draw
+    draw = figure.draw
 
     def keep(*args, **kwargs):
         figures.append(draw(*args, **kwargs))
         return figures[-1]
 
-    monkeypatch.setattr(report, "draw", keep)  # study.png's figure, to read its title
+    monkeypatch.setattr(figure, "draw", keep)  # study.png's figure, to read its title
     small = ["mlp_critic.width=16", "mlp_generator.width=16", "train.n_critic=1"]
     result = CliRunner().invoke(
         cli,
@@ -208,9 +208,9 @@ def test_digits_cells_pick_the_median_seed_by_fd_and_show_an_image_grid():
         {"status": "ok", "metrics": {"digits_fd": fd}, "cell": {"seed": k}}
         for k, fd in enumerate([9.0, 3.0, 5.0])
     ]
-    assert report._median_cell(cells)["cell"]["seed"] == 2  # FD 5.0, the middle one
+    assert figure._median_cell(cells)["cell"]["seed"] == 2  # FD 5.0, the middle one
     images = np.stack([np.full((4, 4, 1), v, np.float32) for v in (-1.0, 1.0, 0.0)])
-    grid = report._image_grid(images, columns=2)
+    grid = figure._image_grid(images, columns=2)
     assert grid.shape == (8, 8)  # 2 rows of 2 columns of 4x4, the empty slot left white
     assert grid[0, 0] == 0.0 and grid[0, 4] == 1.0 and grid[4, 0] == 0.5 and grid[4, 4] == 1.0
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from lipgan.study import references, report
+from lipgan.study import figure, references, report, summary, tables
 
 
 def _ok(dataset, constraint, seed, curve=None, **metrics):
@@ -20,15 +20,15 @@ def _ok(dataset, constraint, seed, curve=None, **metrics):
 
 
 def test_infinite_values_are_counted_and_shown_not_dropped():
-    assert report.mean_se([math.inf, math.inf, 0.05])[2:] == (2, 3)
+    assert summary.mean_se([math.inf, math.inf, 0.05])[2:] == (2, 3)
     results = [_ok("ring", "gp", k, reverse_kl=v, w1=0.1) for k, v in enumerate([1e9, 0.05])]
     results[0]["metrics"]["reverse_kl"] = math.inf
     results.append(_ok("ring", "gp", 2, reverse_kl=math.inf, w1=0.1))
-    md = report.markdown({"steps": 1000, "seeds": 3, "eval_samples": 2500}, results)
+    md = tables.markdown({"steps": 1000, "seeds": 3, "eval_samples": 2500}, results)
     row = next(line for line in md.splitlines() if line.startswith("| gp |"))
     assert "0.05 [∞ in 2/3]" in row
     every = [_ok("ring", "x", k, reverse_kl=math.inf) for k in range(2)]
-    assert report._fmt(report.summarize(every)["ring"]["x"]["stats"]["reverse_kl"], 1, 2) == (
+    assert tables._fmt(summary.summarize(every)["ring"]["x"]["stats"]["reverse_kl"], 1, 2) == (
         "∞ [all 2]"
     )
 
@@ -78,7 +78,7 @@ def test_reference_rows_with_the_study_protocol_and_a_floor_with_its_error():
 
 
 def test_time_to_target_is_the_first_curve_point_meeting_all_three_and_a_censored_median():
-    target = report.TARGETS["ring"]
+    target = summary.TARGETS["ring"]
     good = {"modes_covered": 8, "high_quality_fraction": 0.96, "reverse_kl": 0.01}
     curve = [
         {
@@ -92,17 +92,17 @@ def test_time_to_target_is_the_first_curve_point_meeting_all_three_and_a_censore
         {"step": 500, "seconds": 20.0, **good},
         {"step": 750, "seconds": 30.0, **good},
     ]
-    assert report.to_target({"curve": curve}, target) == (500, 20.0)
+    assert summary.to_target({"curve": curve}, target) == (500, 20.0)
     never = [{**p, "high_quality_fraction": 0.5} for p in curve]
     results = [
         _ok("ring", "gp", 0, curve=curve),
         _ok("ring", "gp", 1, curve=curve),
         _ok("ring", "gp", 2, curve=never),
     ]
-    row = report.summarize(results)["ring"]["gp"]
+    row = summary.summarize(results)["ring"]["gp"]
     assert row["to_target"] == {"iterations": 500, "seconds": 20.0, "reached": 2, "of": 3}
-    assert report.censored_median([500], 3) == math.inf  # 2 of 3 never got there
-    md = report.markdown({"steps": 1000, "seeds": 3, "eval_samples": 2500}, results)
+    assert summary.censored_median([500], 3) == math.inf  # 2 of 3 never got there
+    md = tables.markdown({"steps": 1000, "seeds": 3, "eval_samples": 2500}, results)
     line = next(x for x in md.splitlines() if x.startswith("| gp |"))
     assert "500 (2/3)" in line and "20 (2/3)" in line
 
@@ -119,10 +119,10 @@ def _hq_curve(values, steps=1000):
 def test_the_last_quarter_tells_a_curve_still_rising_from_a_flat_one():
     # Third quarter: steps 625, 750; last quarter: 875, 1000 (steps 500 and before do not count).
     rising = _hq_curve([0.0, 0.1, 0.2, 0.9, 0.5, 0.6, 0.7, 0.8])
-    assert report.late_change(_ok("ring", "a", 0, curve=rising)) == pytest.approx(0.2)
+    assert summary.late_change(_ok("ring", "a", 0, curve=rising)) == pytest.approx(0.2)
     flat = _hq_curve([0.0, 0.1, 0.2, 0.3, 0.91, 0.89, 0.90, 0.90])
-    assert report.late_change(_ok("ring", "b", 0, curve=flat)) == pytest.approx(0.0)
-    assert report.late_change(_ok("ring", "c", 0, curve=rising[:5])) is None  # no last quarter
+    assert summary.late_change(_ok("ring", "b", 0, curve=flat)) == pytest.approx(0.0)
+    assert summary.late_change(_ok("ring", "c", 0, curve=rising[:5])) is None  # no last quarter
     results = [
         _ok("ring", "climbing", 0, curve=rising),
         _ok("ring", "climbing", 1, curve=_hq_curve([0] * 4 + [0.5, 0.5, 0.75, 0.75])),
@@ -130,14 +130,14 @@ def test_the_last_quarter_tells_a_curve_still_rising_from_a_flat_one():
         _ok("ring", "stalled", 1, curve=_hq_curve([0] * 4 + [0.9, 0.9, 0.92, 0.88])),
         _ok("ring", "alone", 0, curve=rising),
     ]
-    summary = report.summarize(results)["ring"]
-    assert summary["climbing"]["late_change"][:2] == pytest.approx((0.225, 0.025))
-    assert report.trend(summary["climbing"]["late_change"]) == "+22.5 ± 2.5 rising"
-    assert report.trend(summary["stalled"]["late_change"]).endswith(" flat")
-    assert report.trend(summary["alone"]["late_change"]) == "+20.0"  # one seed: no verdict
-    dropping = report.mean_se([-0.2, -0.3])
-    assert report.trend(dropping) == "-25.0 ± 5.0 falling"
-    md = report.markdown({"steps": 1000, "seeds": 2, "eval_samples": 2500}, results)
+    by_row = summary.summarize(results)["ring"]
+    assert by_row["climbing"]["late_change"][:2] == pytest.approx((0.225, 0.025))
+    assert tables.trend(by_row["climbing"]["late_change"]) == "+22.5 ± 2.5 rising"
+    assert tables.trend(by_row["stalled"]["late_change"]).endswith(" flat")
+    assert tables.trend(by_row["alone"]["late_change"]) == "+20.0"  # one seed: no verdict
+    dropping = summary.mean_se([-0.2, -0.3])
+    assert tables.trend(dropping) == "-25.0 ± 5.0 falling"
+    md = tables.markdown({"steps": 1000, "seeds": 2, "eval_samples": 2500}, results)
     assert "HQ change, last quarter (pp)" in md
     line = next(x for x in md.splitlines() if x.startswith("| climbing |"))
     assert "+22.5 ± 2.5 rising" in line
@@ -148,24 +148,24 @@ def test_rows_that_do_not_beat_uniform_noise_are_marked():
     reference = {k: (v, 0.0, 0, 5) for k, v in box.items()}
     learned = {"modes_covered": (8, 0, 0, 5), "high_quality_fraction": (0.9, 0, 0, 5)}
     learned["reverse_kl"] = (0.01, 0, 0, 5)
-    assert report.beats(learned, reference) == []
+    assert summary.beats(learned, reference) == []
     noisy = {**learned, "reverse_kl": (0.5, 0, 0, 5)}
-    assert report.beats(noisy, reference) == ["reverse_kl"]
+    assert summary.beats(noisy, reference) == ["reverse_kl"]
     partly_infinite = {**learned, "reverse_kl": (0.01, 0, 1, 5)}
-    assert report.beats(partly_infinite, reference) == ["reverse_kl"]
+    assert summary.beats(partly_infinite, reference) == ["reverse_kl"]
 
 
 def test_critic_gap_over_w1_column():
     r = _ok("ring", "gp", 0, critic_wasserstein=0.21, w1=0.1)
-    assert report.cell_values(r)["critic_gap_ratio"] == pytest.approx(2.1)
-    md = report.markdown({"steps": 1000, "seeds": 1, "eval_samples": 2500}, [r])
+    assert summary.cell_values(r)["critic_gap_ratio"] == pytest.approx(2.1)
+    md = tables.markdown({"steps": 1000, "seeds": 1, "eval_samples": 2500}, [r])
     assert "critic gap / W1" in md and "2.10" in md
 
 
 def test_a_smoke_test_says_so_and_pacgan_rows_state_their_setup():
     results = [_ok("ring", "gp", 0, w1=0.1)]
     spec = {"steps": 100, "seeds": 1, "eval_samples": 2500, "smoke_test": True}
-    md = report.markdown(spec, results)
+    md = tables.markdown(spec, results)
     assert "SMOKE TEST" in md and "not results" in md
     assert "non-Wasserstein" in md and "maxout" in md and "not the same training" in md
 
@@ -185,17 +185,18 @@ def test_report_only_reads_the_finished_cells_and_says_the_report_is_partial(tmp
     result = _ok("ring", "gradient_penalty", 0, w1=0.1) | {"cell": first.as_dict()}
     (run_dir / "result.json").write_text(json.dumps(result))
     assert runner.finished_results(spec, tmp_path) == [result]
-    md = report.markdown(spec.as_dict(), [result], total=len(spec.cells()))
+    md = tables.markdown(spec.as_dict(), [result], total=len(spec.cells()))
     assert "PARTIAL: 1 of 2 cells finished" in md
-    assert "PARTIAL" not in report.markdown(spec.as_dict(), [result], total=1)
+    assert "PARTIAL" not in tables.markdown(spec.as_dict(), [result], total=1)
 
 
 def test_figure_labels_are_short_and_the_table_keeps_the_spec():
     spec = "bjorck:mlp_critic.activation=maxmin,dcgan_critic.activation=maxmin"
-    assert report.short_label(spec) == "bjorck [maxmin]"
-    assert report.short_label("gradient_penalty:every=4") == "gradient_penalty [every=4]"
-    assert report.short_label("r1") == "r1"
-    md = report.markdown({"steps": 1000, "seeds": 1, "eval_samples": 2500}, [_ok("ring", spec, 0)])
+    assert figure.short_label(spec) == "bjorck [maxmin]"
+    assert figure.short_label("gradient_penalty:every=4") == "gradient_penalty [every=4]"
+    assert figure.short_label("r1") == "r1"
+    assert figure.short_label(spec + " +EMA") == "bjorck [maxmin] +EMA"  # a tuned study's EMA row
+    md = tables.markdown({"steps": 1000, "seeds": 1, "eval_samples": 2500}, [_ok("ring", spec, 0)])
     assert f"| {spec} |" in md
 
 
@@ -241,12 +242,12 @@ def test_the_figure_labels_its_axes_with_units_and_shares_the_scales_it_compares
     from lipgan.plots import pyplot
 
     results, refs = _figure_study(tmp_path)
-    fig = report.draw(tmp_path, results, refs)
+    fig = figure.draw(tmp_path, results, refs)
     axes = [ax for ax in fig.get_axes() if ax.get_visible() and ax.axison]
     scatters = [ax for ax in axes if ax.get_xlabel() == "x₁" or ax.get_ylabel() == "x₂"]
     curves = [ax for ax in axes if "iterations" in ax.get_xlabel() or "seconds" in ax.get_xlabel()]
     bars = [ax for ax in axes if ax.patches]
-    assert len(scatters) == 2 and len(curves) == 2 * len(report.CURVE_PANELS)
+    assert len(scatters) == 2 and len(curves) == 2 * len(figure.CURVE_PANELS)
     # Every bar and curve panel says what it measures, in which unit.
     for ax in bars + curves:
         assert ax.get_xlabel() and (ax in bars or ax.get_ylabel()), ax.get_title()
@@ -275,10 +276,10 @@ def test_a_smoke_test_figure_says_so_in_its_title(tmp_path):
     from lipgan.plots import pyplot
 
     results, refs = _figure_study(tmp_path, steps=100)
-    fig = report.draw(tmp_path, results, refs, smoke_test=True)
+    fig = figure.draw(tmp_path, results, refs, smoke_test=True)
     assert "SMOKE TEST (--quick): 100 iterations, not results" in fig.get_suptitle()
     pyplot().close(fig)
-    partial = report.draw(tmp_path, results[:3], refs, total=4)
+    partial = figure.draw(tmp_path, results[:3], refs, total=4)
     assert "PARTIAL: 3 of 4 cells finished" in partial.get_suptitle()
     pyplot().close(partial)
 

@@ -33,17 +33,17 @@ def main() -> None:
     from lipgan.data.toy import SAMPLERS
     from lipgan.plots.toy import critic_surface
     from lipgan.plugins import load_registry
-    from lipgan.reproduce import fig1
+    from lipgan.reproduce import fig1_setup, fig1a
 
     load_registry()
     checkpoints = [int(x) for x in args.checkpoints.split(",")]
-    s = dataclasses.replace(fig1.FULL, a_steps=checkpoints[-1], a_jit_compile=bool(args.jit))
-    real_all, fake_all = fig1.fixed_generator_batches(args.toy_set, s)
+    s = dataclasses.replace(fig1_setup.FULL, a_steps=checkpoints[-1], a_jit_compile=bool(args.jit))
+    real_all, fake_all = fig1a.fixed_generator_batches(args.toy_set, s)
     rng = np.random.default_rng(s.seed + 1)
     real = SAMPLERS[args.toy_set](s.points, rng)
-    fake = fig1.fixed_generator(real, rng)
+    fake = fig1a.fixed_generator(real, rng)
     for kind in args.kinds.split(","):
-        critic, train = fig1.critic_trainer(kind, s)
+        critic, train = fig1a.critic_trainer(kind, s)
         done, seen = 0, {}
         for k in checkpoints:
             train(real_all[done:k], fake_all[done:k], start=done)

@@ -1,6 +1,7 @@
-"""CPU-seconds of the parts of `lipgan reproduce fig1`'s rows (lipgan/reproduce/fig1.py), on one
-thread as in a `--jobs` worker: the 1a critic training per step and its fixed cost (tracing or XLA
-compilation), the 1a evaluations, the 1b WGAN per iteration and its fixed cost.
+"""CPU-seconds of the parts of `lipgan reproduce fig1`'s rows (lipgan/reproduce/fig1a.py and
+fig1b.py), on one thread as in a `--jobs` worker: the 1a critic training per step and its fixed
+cost (tracing or XLA compilation), the 1a evaluations, the 1b WGAN per iteration and its fixed
+cost.
 
     python benchmarks/fig1_rows/run.py --part a --kind gradient_penalty --jit 0 --jit 1
 
@@ -44,11 +45,11 @@ def main() -> None:
     from lipgan import diagnostics
     from lipgan.plots.toy import critic_surface
     from lipgan.plugins import load_registry
-    from lipgan.reproduce import fig1
+    from lipgan.reproduce import fig1_setup, fig1a, fig1b
 
     load_registry()
-    fields = {f.name for f in dataclasses.fields(fig1.Settings)}
-    full = fig1.FULL
+    fields = {f.name for f in dataclasses.fields(fig1_setup.Settings)}
+    full = fig1_setup.FULL
 
     def settings(jit, **changes):
         for key in ("a_jit_compile", "b_jit_compile"):
@@ -59,10 +60,10 @@ def main() -> None:
     jits = args.jit or [0]
     for part in args.part or ("a", "b"):
         if part == "a":
-            for kind in args.kind or fig1.FIG1A_KINDS:
+            for kind in args.kind or fig1a.FIG1A_KINDS:
                 for jit in jits:
                     n1, n2 = args.a_steps
-                    train = fig1.train_critic_against_fixed_generator
+                    train = fig1a.train_critic_against_fixed_generator
                     t1, _ = _cpu(train, args.toy_set, kind, settings(jit, a_steps=n1))
                     s = settings(jit, a_steps=n2)
                     t2, (critic, _) = _cpu(train, args.toy_set, kind, s)
@@ -73,7 +74,7 @@ def main() -> None:
 
                     rng = np.random.default_rng(1)
                     real = SAMPLERS[args.toy_set](s.points, rng)
-                    fake = fig1.fixed_generator(real, rng)
+                    fake = fig1a.fixed_generator(real, rng)
                     row = {
                         "part": "a",
                         "kind": kind,
@@ -90,20 +91,20 @@ def main() -> None:
                         "lipschitz_estimate_s": _cpu(
                             diagnostics.empirical_lipschitz, critic, real, fake
                         )[0],
-                        "bound_s": _cpu(fig1._constraint(kind, s.a_clip_c).lipschitz_bound, critic)[
-                            0
-                        ],
+                        "bound_s": _cpu(
+                            fig1_setup._constraint(kind, s.a_clip_c).lipschitz_bound, critic
+                        )[0],
                     }
                     print(json.dumps(row), flush=True)
         else:
-            for kind, c in fig1.FIG1B_CONFIGS:
-                if args.b_config and fig1._config_name(kind, c) not in args.b_config:
+            for kind, c in fig1b.FIG1B_CONFIGS:
+                if args.b_config and fig1b._config_name(kind, c) not in args.b_config:
                     continue
                 for jit in jits:
                     # build (b_iterations=0 trains nothing), one iteration (tracing or XLA
                     # compilation included), then more iterations through the same function
                     t_build, (wgan, data) = _cpu(
-                        fig1.train_deep_wgan, kind, c, settings(jit, b_iterations=0)
+                        fig1b.train_deep_wgan, kind, c, settings(jit, b_iterations=0)
                     )
                     iterator = wgan.distribute(data)
                     t_first, _ = _cpu(wgan.run, iterator, 1)
@@ -112,7 +113,7 @@ def main() -> None:
                     per_it = t_more / n
                     row = {
                         "part": "b",
-                        "kind": fig1._config_name(kind, c),
+                        "kind": fig1b._config_name(kind, c),
                         "jit": jit,
                         "s_per_iteration": round(per_it, 3),
                         "build_s": round(t_build, 2),

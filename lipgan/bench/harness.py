@@ -1,29 +1,18 @@
-"""The benchmark sweep: constraint × strategy × execution mode × model × batch size.
+"""The benchmark sweep run: constraint × strategy × execution mode × model × batch size.
 
-Everything is measured on the engine's own code (:class:`lipgan.engine.WGAN`), so the figures are
-what ``lipgan run`` users get:
-
-* ``penalty``: ``constraint.penalty`` and its gradient w.r.t. the critic (fake = reversed real batch,
-  so no generator cost), inside ``strategy.run``;
-* ``critic_step``: :meth:`WGAN.critic_update` (generator forward, critic loss, penalty, optimizer
-  update, ``after_update``);
-* ``iteration``: :meth:`WGAN.run` (``n_critic`` critic updates + one generator update per iteration,
-  ``steps_per_execution`` iterations per compiled call; a Python loop in eager mode).
-
-Next to them, in the same process and on the same critic, batch and optimizer, the keras-io WGAN-GP
-recipe trained with ``fit`` (:mod:`lipgan.bench.keras_io_baseline`). Every configuration is reported
-as a ratio to the unconstrained constraint ``none`` measured in the same run (repetitions are
-interleaved across constraints, see :mod:`lipgan.bench.timing`), and lipgan's GP
-iterations as a speedup over keras-io. Constraints come from the plugin registry, so third-party
-ones are benchmarked too. A strategy other than ``default`` runs in a child process (TensorFlow fixes
-its logical devices at start-up): ``python -m lipgan.bench.harness CONFIG.json OUT.json``.
+Each (model, batch, mode) group times the cases of :mod:`lipgan.bench.cases` in the same process
+and on the same critic, batch and optimizer. Every configuration is reported as a ratio to the
+unconstrained constraint ``none`` measured in the same run (repetitions are interleaved across
+constraints, see :mod:`lipgan.bench.timing`), and lipgan's GP iterations as a speedup over keras-io.
+Constraints come from the plugin registry, so third-party ones are benchmarked too. A strategy
+other than ``default`` runs in a child process (TensorFlow fixes its logical devices at start-up):
+``python -m lipgan.bench.harness CONFIG.json OUT.json``. The sweep's settings are
+:mod:`lipgan.bench.sweep`.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import functools
 import json
 import resource
 import sys
@@ -32,119 +21,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lipgan import child_process
-from lipgan.constraint import Constraint
+from lipgan.bench.cases import _keras_io_case, _lipgan_cases
+from lipgan.bench.sweep import (
+    KERAS_IO,
+    MODELS,
+    BenchConfig,
+    _instantiate,
+    default_constraints,
+    split_mode,
+)
 from lipgan.errors import ConfigError
-
-MODES = ("auto", "eager", "function", "xla", "auto+bf16", "function+bf16", "xla+bf16")
-# "auto": what ``lipgan run`` does, train.jit_compile='auto' (lipgan/jit.py: XLA for dense critics on
-# one CPU/GPU replica, tf.function for convolutional ones on CPU); each record's ``resolved_mode``
-# says which it became.
-# "+bf16": train.mixed_precision="mixed_bfloat16" (bf16 compute, float32 variables; the engine
-# keeps GP norms and losses in float32). Worth it on CPUs with native bf16 (avx512_bf16, AMX).
-
-
-#: StepConfig.jit_compile for each execution mode.
-JIT_SETTING = {"auto": "auto", "eager": False, "function": False, "xla": True}
-
-
-def split_mode(mode: str) -> tuple[str, str | None]:
-    """``"xla+bf16"`` -> ``("xla", "mixed_bfloat16")``; ``"function"`` -> ``("function", None)``."""
-    base, _, suffix = mode.partition("+")
-    return base, ("mixed_bfloat16" if suffix == "bf16" else None)
-
-
-MEASUREMENTS = ("penalty", "critic_step", "iteration")
-KERAS_IO = "keras_io_gp"
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelSpec:
-    """A critic/generator pair from ``lipgan.models`` and its data shape and default batch."""
-
-    data_shape: tuple
-    batch: int
-    critic: str
-    generator: str
-    gp_weight: float  # the paper's λ for this family; also the keras-io baseline's gp_weight
-
-
-MODELS = {
-    "toy": ModelSpec((2,), 256, "mlp_critic", "mlp_generator", 0.1),
-    "dcgan": ModelSpec((32, 32, 3), 64, "dcgan_critic", "dcgan_generator", 10.0),
-}
-
-
-@dataclasses.dataclass
-class BenchConfig:
-    """One sweep. ``batches`` maps a model name to its batch sizes (default: the model's batch)."""
-
-    models: list[str] = dataclasses.field(default_factory=lambda: ["toy", "dcgan"])
-    constraints: list[str] | None = None  # None: every registered one + the GP speed variants
-    strategies: list[str] = dataclasses.field(default_factory=lambda: ["default"])
-    modes: list[str] = dataclasses.field(default_factory=lambda: ["auto"])
-    batches: dict[str, list[int]] = dataclasses.field(default_factory=dict)
-    measurements: list[str] = dataclasses.field(default_factory=lambda: list(MEASUREMENTS))
-    keras_io: bool = True
-    repetitions: int = 5
-    warmup: int = 1
-    min_rep_seconds: float = 0.2
-    n_critic: int = 5
-    steps_per_execution: int = 10
-    count_flops: bool = True
-    probe: bool = True  # the float32 matmul probe (lipgan.bench.probe) for each model and batch
-
-    def validate(self) -> None:
-        for name, known, values in (
-            ("model", MODELS, self.models),
-            ("mode", MODES, self.modes),
-            ("measurement", MEASUREMENTS, self.measurements),
-        ):
-            bad = [v for v in values if v not in known]
-            if bad:
-                raise ConfigError(f"unknown {name} {bad[0]!r}; known: {', '.join(known)}")
-        if self.repetitions < 1 or self.n_critic < 1 or self.steps_per_execution < 1:
-            raise ConfigError("repetitions, n_critic and steps_per_execution must be >= 1")
-        for model, sizes in self.batches.items():
-            if model not in MODELS or any(b < 1 for b in sizes):
-                raise ConfigError(f"bad batch sweep {model}={sizes}; use e.g. dcgan=32,64")
-
-
-# -- specs ----------------------------------------------------------------------------------
-def parse_spec(spec: str) -> tuple[str, dict]:
-    """``name`` or ``name:key=value,key=value`` (values are Python literals) -> (name, kwargs)."""
-    name, _, params = spec.partition(":")
-    kwargs = {}
-    for item in filter(None, params.split(",")):
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise ConfigError(f"bad spec {spec!r}: expected name:key=value,...")
-        try:
-            kwargs[key.strip()] = ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError):
-            kwargs[key.strip()] = value.strip()
-    return name.strip(), kwargs
-
-
-def default_constraints(registry) -> list[str]:
-    """Every registered constraint, plus gradient_penalty's unpruned reference and lazy schedule.
-
-    The default ``fast_relu='auto'`` prunes wherever exact, so ``fast_relu=False`` is the variant
-    that shows what the pruning saves.
-    """
-    names = registry.names("constraint")
-    specs = list(names)
-    if "gradient_penalty" in names:
-        specs += ["gradient_penalty:fast_relu=False", "gradient_penalty:every=16"]
-    return specs
-
-
-def _instantiate(registry, kind: str, spec: str):
-    name, kwargs = parse_spec(spec)
-    cls = registry.get(kind, name)
-    try:
-        return cls(**kwargs)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{kind} {spec!r}: {exc}") from None
 
 
 # -- one process: one strategy ---------------------------------------------------------------
@@ -163,219 +49,6 @@ def _reset_peak_memory() -> None:
 
     if tf.config.list_logical_devices("GPU"):
         tf.config.experimental.reset_memory_stats("GPU:0")
-
-
-def _optimizer():
-    import keras
-
-    return keras.optimizers.Adam(1e-4, beta_1=0.5, beta_2=0.9)
-
-
-def _model_fns(spec: ModelSpec):
-    from lipgan import models
-
-    return getattr(models, spec.critic), getattr(models, spec.generator)
-
-
-def _synthetic_batch(shape, batch: int):
-    import tensorflow as tf
-
-    return tf.random.stateless_uniform([batch, *shape], seed=[0, 1], minval=-1.0, maxval=1.0)
-
-
-def _build_wgan(strategy, spec, constraint, batch, n_critic, mode):
-    import keras
-
-    from lipgan.engine import WGAN, StepConfig
-
-    critic, generator = _model_fns(spec)
-    keras.utils.set_random_seed(0)
-    return WGAN(
-        strategy,
-        critic=critic,
-        generator=generator,
-        critic_optimizer=_optimizer,
-        generator_optimizer=_optimizer,
-        constraint=constraint,
-        data_shape=spec.data_shape,
-        config=StepConfig(
-            batch,
-            n_critic,
-            seed=0,
-            jit_compile=JIT_SETTING[split_mode(mode)[0]],
-            mixed_precision=split_mode(mode)[1],
-        ),
-    )
-
-
-def _replica_fns(wgan):
-    """Per-replica functions of one real batch for the penalty and critic-step measurements."""
-    import tensorflow as tf
-
-    from lipgan.engine import zeros_for_none
-
-    def penalty(real):
-        ctx = wgan.context(wgan.iteration.read_value(), 0)
-        variables = wgan.critic.trainable_variables
-        with tf.GradientTape() as tape:
-            per_example = wgan.constraint.penalty(wgan.critic, real, tf.reverse(real, [0]), ctx)
-            value = wgan.average(tf.cast(per_example, tf.float32))
-        grads = zeros_for_none(tape.gradient(value, variables), variables)
-        return value + tf.add_n([tf.reduce_sum(g) for g in grads])  # consumes every gradient
-
-    def critic_step(real):
-        metrics, _ = wgan.critic_update(real, wgan.context(wgan.iteration.read_value(), 0))
-        return metrics["critic_loss"]
-
-    return {"penalty": penalty, "critic_step": critic_step}
-
-
-def resolved_mode(mode: str, use_xla: bool) -> str:
-    """The mode a run actually used: ``auto`` becomes ``xla`` or ``function`` (bf16 suffix kept)."""
-    base, precision = split_mode(mode)
-    if base == "auto":
-        base = "xla" if use_xla else "function"
-    return base + ("+bf16" if precision else "")
-
-
-def _host_call(wgan, replica_fn, iterator, mode) -> Callable:
-    """One step on the strategy, compiled as the engine would (``wgan.use_xla``); advances the
-    step counter."""
-    import tensorflow as tf
-
-    if wgan.use_xla:
-        replica_fn = tf.function(replica_fn, jit_compile=True)
-
-    def call(iterator):
-        out = wgan.strategy.run(replica_fn, args=(next(iterator),))
-        wgan.iteration.assign_add(1)
-        return wgan.strategy.reduce(tf.distribute.ReduceOp.SUM, out, axis=None)
-
-    compiled = call if split_mode(mode)[0] == "eager" else tf.function(call)
-    return lambda: compiled(iterator)
-
-
-def _iteration_call(wgan, iterator, mode, steps_per_execution) -> tuple[Callable, int]:
-    """The engine's host loop; eager mode runs the same replica iteration from Python."""
-    if split_mode(mode)[0] != "eager":
-        return (lambda: wgan.run(iterator, steps_per_execution)["critic_loss"]), steps_per_execution
-
-    def call():
-        reals = tuple(next(iterator) for _ in range(wgan.config.n_critic))
-        metrics, _ = wgan.strategy.run(
-            wgan.replica_iteration, args=(reals, wgan.iteration.read_value())
-        )
-        wgan.iteration.assign_add(1)
-        return metrics["critic_loss"]
-
-    return call, 1
-
-
-def _flops(wgan, fn_name, replica_fns, real):
-    """Graph FLOPs of one per-replica call (default strategy only: tracing outside strategy.run)."""
-    from lipgan.bench.flops import graph_flops
-
-    if fn_name == "iteration":
-        reals = tuple(real for _ in range(wgan.config.n_critic))
-        return graph_flops(lambda r: wgan.replica_iteration(r, wgan.iteration.read_value()), reals)
-    return graph_flops(replica_fns[fn_name], real)
-
-
-def _sync(out):
-    import tensorflow as tf
-
-    return tf.nest.map_structure(lambda t: t.numpy(), out)
-
-
-def _lipgan_cases(cfg, strategy, model_name, batch, mode, constraint_spec, registry):
-    """(record fields, Case, flops thunk) for each measurement of one constraint."""
-    import tensorflow as tf
-
-    from lipgan.bench.timing import Case
-
-    spec = MODELS[model_name]
-    constraint = _instantiate(registry, "constraint", constraint_spec)
-    wgan = _build_wgan(strategy, spec, constraint, batch, cfg.n_critic, mode)
-    real = _synthetic_batch(spec.data_shape, batch)
-    iterator = wgan.distribute(tf.data.Dataset.from_tensors(real).repeat())
-    replica_fns = _replica_fns(wgan)
-    has_penalty = type(constraint).penalty is not Constraint.penalty
-    out = []
-    for what in cfg.measurements:
-        if what == "penalty" and not has_penalty:
-            continue
-        if what == "iteration":
-            call, iterations = _iteration_call(wgan, iterator, mode, cfg.steps_per_execution)
-        else:
-            call, iterations = _host_call(wgan, replica_fns[what], iterator, mode), 1
-        # A lazy penalty (every k steps) is only fairly timed over whole periods of k steps.
-        period = -(-getattr(constraint, "every", 1) // iterations)
-        case = Case(call, sync=_sync, min_calls=period)
-        meta = dict(
-            constraint=constraint_spec,
-            measurement=what,
-            iterations=iterations,
-            replicas=wgan.num_replicas,
-            lazy=getattr(constraint, "every", 1) > 1,
-            kernels=[tuple(v.shape) for v in wgan.critic.trainable_variables if len(v.shape) >= 2],
-            resolved_mode=resolved_mode(mode, wgan.use_xla),
-        )
-        flops = None
-        if cfg.count_flops and wgan.num_replicas == 1:
-            flops = functools.partial(_flops, wgan, what, replica_fns, real)
-        out.append((meta, case, flops))
-    return out
-
-
-def _keras_io_case(cfg, model_name, batch, mode):
-    """The keras-io recipe's ``fit`` on the same critic, batch and optimizer, timed per batch."""
-    import time
-
-    import keras
-    import tensorflow as tf
-
-    from lipgan.bench import keras_io_baseline
-    from lipgan.bench.timing import Case
-
-    spec = MODELS[model_name]
-    critic_fn, generator_fn = _model_fns(spec)
-    keras.utils.set_random_seed(0)
-    model = keras_io_baseline.build(
-        critic_fn(spec.data_shape),
-        generator_fn(spec.data_shape),
-        n_critic=cfg.n_critic,
-        gp_weight=spec.gp_weight,
-        make_optimizer=_optimizer,
-        mode=mode,
-    )
-    data = tf.data.Dataset.from_tensors(_synthetic_batch(spec.data_shape, batch)).repeat()
-    stamps = []
-
-    class Clock(keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            stamps.append(time.perf_counter())
-
-    def one_batch():
-        model.fit(data, steps_per_epoch=1, epochs=1, verbose=0)
-
-    def rep(calls):
-        # One fit of calls+1 batches, timed from the end of its first batch to the end of its last:
-        # steady-state fit batches, without fit's per-call set-up.
-        stamps.clear()
-        model.fit(data, steps_per_epoch=calls + 1, epochs=1, verbose=0, callbacks=[Clock()])
-        return (stamps[-1] - stamps[0]) / calls
-
-    # Keras resolves its own jit_compile='auto' (off on machines without an accelerator).
-    resolved = "eager" if mode == "eager" else ("xla" if model.jit_compile else "function")
-    meta = dict(
-        constraint=KERAS_IO,
-        measurement="iteration",
-        iterations=1,
-        replicas=1,
-        lazy=False,
-        resolved_mode=resolved,
-    )
-    return meta, Case(one_batch, rep=rep), None
 
 
 def _measure_group(

@@ -1,4 +1,4 @@
-"""The study figure's panels, drawn from plain numbers (:func:`lipgan.study.report.draw` lays
+"""The study figure's panels, drawn from plain numbers (:func:`lipgan.study.figure.draw` lays
 them out and decides what they show: which rows, which seed, which reference samplers).
 
 What makes the figure readable at a glance is here, in one place: every axis names its quantity
@@ -120,7 +120,7 @@ def sample_panels(fig, panels: list[dict], real: np.ndarray) -> None:
 def bar_panels(fig, labels, row_colors, metrics, references: dict, counts: dict) -> None:
     """One horizontal bar chart per metric, rows top to bottom, mean ± s.e.
 
-    ``metrics``: ``[(key, scale, [mean_se per row])]`` with :func:`lipgan.study.report.mean_se`'s
+    ``metrics``: ``[(key, scale, [mean_se per row])]`` with :func:`lipgan.study.summary.mean_se`'s
     ``(mean, se, infinite count, count)``; seeds with an infinite value are counted beside the
     bar, never drawn as a number. ``references``: ``{name: {key: mean_se}}``, vertical lines.
     """
@@ -170,7 +170,7 @@ def bar_panels(fig, labels, row_colors, metrics, references: dict, counts: dict)
 def curve_panels(fig, curves: dict, panels, references: dict, counts: dict) -> None:
     """Row 0 against iterations, row 1 against training seconds, on the same y scale.
 
-    ``curves``: ``{label: (colour, band)}`` with :func:`lipgan.study.report.curve_bands`' bands;
+    ``curves``: ``{label: (colour, band)}`` with :func:`lipgan.study.figure.curve_bands`' bands;
     ``panels``: ``[(key, title, scale, log y)]``; ``references``: ``{name: {key: mean_se}}``,
     horizontal lines. A legend in a column of its own: inside a panel it hid the curves.
     """

@@ -1,7 +1,7 @@
 """What a study runs: the grid (constraint × seed × data set) and how each cell becomes a lipgan run.
 
 A cell is an ordinary lipgan run: a shipped gin config for its data set (:data:`DATASETS`), plus the
-bindings that choose the constraint (``--constraint`` SPEC, parsed by :func:`lipgan.bench.harness.
+bindings that choose the constraint (``--constraint`` SPEC, parsed by :func:`lipgan.bench.sweep.
 parse_spec`, the syntax of ``lipgan bench``), the seed and the number of iterations.
 """
 
@@ -119,7 +119,7 @@ class Cell:
 
     def gin(self) -> tuple[list[str], list[str]]:
         """(gin files, bindings) of this cell's run."""
-        from lipgan.bench.harness import parse_spec
+        from lipgan.bench.sweep import parse_spec
 
         if self.dataset not in DATASETS:
             raise ConfigError(
@@ -174,7 +174,7 @@ def default_constraints(registry) -> list[str]:
 
 
 def check_spec(spec: StudySpec) -> None:
-    from lipgan.bench.harness import parse_spec
+    from lipgan.bench.sweep import parse_spec
 
     if spec.seeds < 1 or (spec.steps is not None and spec.steps < 1) or spec.eval_samples < 2:
         raise ConfigError("--seeds and --steps must be >= 1")

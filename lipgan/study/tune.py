@@ -77,7 +77,7 @@ class TuneSpec:
         return {"kind": "tune", **d}
 
     def check(self) -> None:
-        from lipgan.bench.harness import parse_spec
+        from lipgan.bench.sweep import parse_spec
 
         if min(self.configs, self.search_steps, self.seeds) < 1 or (
             self.steps is not None and self.steps < 1
@@ -107,7 +107,7 @@ def default_constraints(registry) -> list[str]:
 
 
 def constraint_name(spec: str) -> str:
-    from lipgan.bench.harness import parse_spec
+    from lipgan.bench.sweep import parse_spec
 
     return parse_spec(spec)[0]
 

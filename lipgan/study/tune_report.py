@@ -26,7 +26,10 @@ import numpy as np
 
 from lipgan.study import report, search, sessions
 from lipgan.study.curve import NO_EMA
+from lipgan.study.figure import short_label
 from lipgan.study.spec import dumps
+from lipgan.study.summary import TARGETS, _stats, beats, summarize
+from lipgan.study.tables import PACGAN, _fmt, _fmt_target
 
 EMA_SUFFIX = " +EMA"
 #: The label of a shared-config study's row (``--shared``) beside a constraint's tuned rows.
@@ -163,9 +166,9 @@ def markdown(
         lines += [f"Bench: {bench.get('machine', '?')}; `{bench.get('command', '')}`.", ""]
     for dataset in spec.datasets:
         ref = references.get(dataset) or {}
-        ref_stats = {n: report._stats(r["cells"]) for n, r in (ref.get("rows") or {}).items()}
+        ref_stats = {n: _stats(r["cells"]) for n, r in (ref.get("rows") or {}).items()}
         expected = ref_stats.get(BOX_EXPECTED, {})
-        target = report.TARGETS.get(dataset)
+        target = TARGETS.get(dataset)
         lines += [f"## {dataset}", ""]
         head = [
             "constraint",
@@ -204,23 +207,23 @@ def markdown(
                     cols = ["–"] * 6
                 else:
                     st = row["stats"]
-                    failed = report.beats(st, expected) if expected else ["?"]
+                    failed = beats(st, expected) if expected else ["?"]
                     seconds = None if label == SHARED else bench_seconds(bench, dataset, constraint)
                     cols = [
-                        report._fmt(st.get("modes_covered"), 1.0, 1),
-                        report._fmt(st.get("high_quality_fraction"), 100.0, 1),
-                        report._fmt(st.get("reverse_kl"), 1.0, 3),
+                        _fmt(st.get("modes_covered"), 1.0, 1),
+                        _fmt(st.get("high_quality_fraction"), 100.0, 1),
+                        _fmt(st.get("reverse_kl"), 1.0, 3),
                         "yes" if not failed else "**no**",
-                        report._fmt_target(row, "iterations"),
+                        _fmt_target(row, "iterations"),
                         _seconds_to_target(row, seconds),
                     ]
                 shown = {constraint: config, SHARED: "the shared config"}.get(
                     label, "same runs, EMA"
                 )
                 name = (
-                    f"{report.short_label(constraint)}, shared config"
+                    f"{short_label(constraint)}, shared config"
                     if label == SHARED
-                    else report.short_label(constraint) + label[len(constraint) :]
+                    else short_label(label)
                 )
                 lines.append(
                     f"| {name} | {shown} | "
@@ -233,12 +236,12 @@ def markdown(
             st = ref_stats.get(name)
             if st:
                 cols = [
-                    report._fmt(st.get("modes_covered"), 1.0, 1),
-                    report._fmt(st.get("high_quality_fraction"), 100.0, 1),
-                    report._fmt(st.get("reverse_kl"), 1.0, 3),
+                    _fmt(st.get("modes_covered"), 1.0, 1),
+                    _fmt(st.get("high_quality_fraction"), 100.0, 1),
+                    _fmt(st.get("reverse_kl"), 1.0, 3),
                 ]
                 lines.append(f"| *{name}* | – | – | " + " | ".join(cols) + " | – | – | – |")
-        for method, modes, hq, kl in report.PACGAN.get(dataset, []):
+        for method, modes, hq, kl in PACGAN.get(dataset, []):
             if method == "PacGAN4":
                 lines.append(
                     f"| *PacGAN4 (Lin et al. 2018)* | – | – | {modes} | {hq} | {kl} | – | – | – |"
@@ -320,7 +323,7 @@ def figure(path: Path, spec, search_rows: dict) -> None:
             row = search_rows[dataset].get(constraint)
             if not row:
                 continue
-            label = report.short_label(constraint)
+            label = short_label(constraint)
             best_w1 = row.get("best_of_k_w1") or []
             w1_axis.plot(np.arange(1, len(best_w1) + 1), best_w1, color=colors(i % 10), label=label)
             k = np.arange(1, len(row["best_of_k"]) + 1)
@@ -348,7 +351,7 @@ def figure(path: Path, spec, search_rows: dict) -> None:
         )
         bottom.set_xticks(range(len(spec.constraints)))
         bottom.set_xticklabels(
-            [report.short_label(c) for c in spec.constraints], rotation=30, ha="right", fontsize=8
+            [short_label(c) for c in spec.constraints], rotation=30, ha="right", fontsize=8
         )
         bottom.set_ylabel("high quality %")
         bottom.set_ylim(0, 100)
@@ -370,7 +373,7 @@ def write(
     split = [r for result in final.values() for r in split_ema(result)]
     references = refs.load_or_compute(out, list(spec.datasets), spec.eval_samples, spec.seeds, log)
     paths = {"markdown": out / "tune.md", "json": out / "tune.json", "figure": out / "tune.png"}
-    final_summary = report.summarize(split) if split else {}
+    final_summary = summarize(split) if split else {}
     total = {
         "search": len(spec.datasets) * len(spec.constraints) * spec.configs,
         "search_done": len(searched),

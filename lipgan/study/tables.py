@@ -1,0 +1,234 @@
+"""``study.md``: the study's tables in Markdown, one per data set, with the reference rows, the
+targets and PacGAN's published numbers beside lipgan's rows (the numbers come from
+:mod:`lipgan.study.summary`; here they are only formatted and explained).
+"""
+
+from __future__ import annotations
+
+import math
+
+from lipgan.study.summary import (
+    COLLAPSE_KL,
+    COLUMNS,
+    TARGETS,
+    _stats,
+    _steps_text,
+    beats,
+    summarize,
+)
+
+#: PacGAN (Lin et al., NeurIPS 2018) Table 1: modes / high-quality % / reverse KL, mean ± s.e.
+#: over 10 trials, 2,500 samples. Printed beside lipgan's rows, never as the same training.
+PACGAN = {
+    "ring": [
+        ("GAN", "6.3±0.5", "98.2±0.2", "0.45±0.09"),
+        ("PacGAN2", "7.9±0.1", "95.6±2.0", "0.07±0.03"),
+        ("PacGAN4", "7.8±0.1", "95.9±1.4", "0.07±0.02"),
+    ],
+    "grid": [
+        ("GAN", "17.3±0.8", "94.8±0.7", "0.70±0.07"),
+        ("PacGAN2", "23.8±0.7", "91.3±0.8", "0.13±0.04"),
+        ("PacGAN4", "24.8±0.2", "93.6±0.6", "0.04±0.01"),
+    ],
+}
+
+#: PacGAN's training for those rows (fjxmlzn/PacGAN, synthetic_data_experiments/2DRing_GAN&PacGAN
+#: and 2DGrid_GAN&PacGAN config.py: num_epoch 400 over num_sample 100,000 at batch_size 100).
+PACGAN_BUDGET = "400 epochs of 100,000 samples at batch 100, i.e. 400,000 generator updates"
+
+#: And their setup (Lin et al. 2018, Appendix; the same config.py files), not a WGAN's.
+PACGAN_SETUP = (
+    "a standard (non-Wasserstein) GAN, generator 4×400 ReLU + BatchNorm, discriminator 3×200 "
+    "maxout, Adam 1e-4 (β₁ 0.8), batch 100, 100,000 training points"
+)
+
+
+def trend(stat) -> str:
+    """*rising* / *falling* when the seeds' mean late change is more than two standard errors
+    from 0, else *flat*; with one seed (no error) only the number is shown."""
+    if stat is None:
+        return "–"
+    mean, se, _, count = stat
+    text = f"{mean * 100:+.1f}" + ("" if math.isnan(se) else f" ± {se * 100:.1f}")
+    if count < 2 or math.isnan(se):
+        return text
+    word = "rising" if mean - 2 * se > 0 else "falling" if mean + 2 * se < 0 else "flat"
+    return f"{text} {word}"
+
+
+def _fmt(stat, scale: float, digits: int) -> str:
+    if stat is None:
+        return "–"
+    mean, se, infinite, count = stat
+    if infinite == count:
+        return f"∞ [all {count}]"
+    se_text = "" if math.isnan(se) else f" ± {se * scale:.{digits}f}"
+    inf_text = f" [∞ in {infinite}/{count}]" if infinite else ""
+    return f"{mean * scale:.{digits}f}{se_text}{inf_text}"
+
+
+def _fmt_target(row: dict, key: str) -> str:
+    hit = row.get("to_target")
+    if not hit:
+        return "–"
+    value = hit[key]
+    shown = (
+        "never"
+        if math.isinf(value)
+        else (f"{value:,.0f}" if key == "iterations" else f"{value:.0f}")
+    )
+    return f"{shown} ({hit['reached']}/{hit['of']})"
+
+
+_SHORT = {"modes_covered": "modes", "high_quality_fraction": "HQ", "reverse_kl": "rKL"}
+
+
+def markdown(
+    spec: dict,
+    results: list[dict],
+    command: str = "",
+    references: dict | None = None,
+    total: int | None = None,
+) -> str:
+    from lipgan.study.references import BOX, BOX_EXPECTED
+
+    summary = summarize(results)
+    references = references or {}
+    lines = ["# lipgan constraint study", ""]
+    if total is not None and len(results) < total:
+        lines += [
+            f"**PARTIAL: {len(results)} of {total} cells finished** (`--report-only`); rows "
+            "average the seeds that finished, and the rest of the study is still to run.",
+            "",
+        ]
+    if spec.get("smoke_test"):
+        lines += [
+            "**SMOKE TEST (`--quick`): a check that the machinery runs, not results.** Its "
+            "generators have trained too briefly to compare constraints.",
+            "",
+        ]
+    if command:
+        lines += [f"Command: `{command}`", ""]
+    budget = (
+        f"lipgan's budget: {_steps_text(results, spec)} generator iterations per run, "
+        f"{spec['seeds']} seeds, {spec['eval_samples']} samples per evaluation. Mean ± standard "
+        "error over the seeds that finished; `[∞ in k/n]`: k of the n seeds had an infinite value "
+        "(no high-quality sample), left out of the mean. A seed is *collapsed* when fewer than "
+        f"half the modes are captured or the reverse KL of the mode histogram exceeds {COLLAPSE_KL}."
+    )
+    lines += [budget, ""]
+    if spec.get("eval_every"):
+        lines += [
+            f"Quality curve: every {spec['eval_every']} iterations (modes, high quality, reverse KL "
+            "on the same samples as the final evaluation; a sliced W1); *to target*: the median "
+            "over seeds of the first curve point meeting PacGAN4's level (a seed that never got "
+            "there counts as never; `(k/n)` seeds got there); seconds are training seconds "
+            "(tracing included, evaluations excluded).",
+            "",
+        ]
+    for dataset, rows in summary.items():
+        ref = references.get(dataset)
+        ref_stats = {name: _stats(r["cells"]) for name, r in ref["rows"].items()} if ref else {}
+        all_stats = [r["stats"] for r in rows.values()] + list(ref_stats.values())
+        keys = [c for c in COLUMNS if any(c[0] in st for st in all_stats) and c[0] != "w1_floor"]
+        targets = dataset in TARGETS and any("to_target" in r for r in rows.values())
+        late = any(r["late_change"] for r in rows.values())
+        head = ["constraint", *[title for _, title, *_ in keys]]
+        if targets:
+            head += ["iterations to target", "seconds to target"]
+        if late:
+            head.append("HQ change, last quarter (pp)")
+        if BOX in ref_stats:
+            head.append("beats uniform noise")
+        head += ["seeds", "failed", "collapsed"]
+        lines += [f"## {dataset}", ""]
+        if ref:
+            floor = ref["floor"]
+            lines += [
+                f"W1 floor (real vs real, n = {floor['n']}, {floor['pairs']} pairs): "
+                f"**{floor['mean']:.4f} ± {floor['se']:.4f}**.",
+                "",
+            ]
+        if targets:
+            t = TARGETS[dataset]
+            lines += [
+                f"Target (PacGAN4, per seed): ≥ {t['modes_covered']} modes, ≥ "
+                f"{t['high_quality_fraction']:.0%} high quality, reverse KL ≤ {t['reverse_kl']}.",
+                "",
+            ]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for constraint, row in rows.items():
+            cols = [_fmt(row["stats"].get(k), scale, d) for k, _, scale, d in keys]
+            if targets:
+                cols += [_fmt_target(row, "iterations"), _fmt_target(row, "seconds")]
+            if late:
+                cols.append(trend(row["late_change"]))
+            if BOX in ref_stats:
+                failed = beats(row["stats"], ref_stats.get(BOX_EXPECTED, ref_stats[BOX]))
+                cols.append(
+                    "yes" if not failed else "**no** (" + ", ".join(_SHORT[f] for f in failed) + ")"
+                )
+            lines.append(
+                f"| {constraint} | "
+                + " | ".join(cols)
+                + f" | {row['seeds']} | {row['failed']} | {row['collapsed']} |"
+            )
+        for name, st in ref_stats.items():
+            cols = [_fmt(st.get(k), scale, d) for k, _, scale, d in keys]
+            cols += ["–", "–"] if targets else []
+            cols += ["–"] if late else []
+            cols += ["–"] if BOX in ref_stats else []
+            seeds = len(ref["rows"][name]["cells"])
+            lines.append(
+                f"| *{name}: {ref['rows'][name]['what']}* | "
+                + " | ".join(cols)
+                + f" | {seeds} | – | – |"
+            )
+        if ref:
+            lines += [
+                "",
+                "Italic rows learn nothing: samplers scored on the same metrics, sample count and "
+                "seeds. A constraint row that does not beat what uniform noise on the bounding "
+                "box scores in expectation (means over many draws) on modes, high quality and "
+                "reverse KL says **no** in *beats uniform noise*.",
+            ]
+        if late:
+            lines += [
+                "",
+                "*HQ change, last quarter*: per seed, the mean high-quality % of the curve points "
+                "in the budget's last quarter minus that of the third quarter, in percentage "
+                "points, mean ± s.e. over seeds; *rising* or *falling* when the mean is more than "
+                "two standard errors from 0, else *flat*. A row short of its target and *rising* "
+                "ran out of budget; one that is *flat* has stopped improving at this config. Where "
+                "the learning rate decays to 0 at the budget's end (the ring and grid configs), "
+                "part of a late rise is that decay, so *rising* does not promise that a longer "
+                "budget at the same schedule gets there.",
+            ]
+        if any("critic_gap_ratio" in r["stats"] for r in rows.values()):
+            lines += [
+                "",
+                "*critic gap / W1*: the critic's mean D(real) − mean D(fake) on the evaluation "
+                "samples over the exact W1; a 1-Lipschitz critic gives ≤ 1, so a ratio above 1 "
+                "means the critic is not 1-Lipschitz and its gap is not a W1 estimate.",
+            ]
+        if dataset in PACGAN:
+            lines += [
+                "",
+                f"PacGAN (Lin et al. 2018, Table 1; their own training: {PACGAN_SETUP}; "
+                f"{PACGAN_BUDGET}; not the same training as above, whose budget is "
+                f"{_steps_text([r for r in results if r['cell']['dataset'] == dataset], spec)} "
+                "iterations):",
+                "",
+                "| method | modes captured | high quality % | reverse KL |",
+                "|---|---|---|---|",
+            ]
+            lines += [f"| {m} | {a} | {b} | {c} |" for m, a, b, c in PACGAN[dataset]]
+        failures = [r for r in results if r["cell"]["dataset"] == dataset and r["status"] != "ok"]
+        if failures:
+            lines += ["", "Failed cells:", ""]
+            lines += [
+                f"- {r['cell']['constraint']} seed {r['cell']['seed']}: {r.get('error')}"
+                for r in failures
+            ]
+        lines.append("")
+    return "\n".join(lines)
