@@ -9,7 +9,6 @@ multi-line exceptions into one-line :class:`~lipgan.errors.ConfigError` messages
 from __future__ import annotations
 
 import contextlib
-import importlib.resources
 import logging
 import math
 import re
@@ -19,9 +18,10 @@ from pathlib import Path
 import keras
 
 import gin
-from lipgan import models
+from lipgan import gin_messages, models
 from lipgan.data import pipeline
 from lipgan.errors import ConfigError
+from lipgan.gin_messages import configs_dir
 from lipgan.ranges import out_of_range
 from lipgan.record import RecordPart
 from lipgan.registry import Registry
@@ -69,7 +69,7 @@ def register_configurables(registry: Registry) -> None:
             gin.external_configurable(fn, name=name, module="lipgan")
         # Shipped configs share parts (``include 'parts/toy.gin'``), found from any config's
         # location, the user's own files included.
-        gin.add_config_file_search_path(str(_configs_dir()))
+        gin.add_config_file_search_path(str(configs_dir()))
         _REGISTERED = True
     _expose_plugins(registry)
 
@@ -224,13 +224,8 @@ def shipped_configs() -> dict[str, Path]:
     They live in ``lipgan/configs`` (package data); the repository's ``gin/`` is a link to it, so
     ``lipgan run --gin gin/wgangp_tpu.gin`` works in a checkout and ``--gin wgangp_tpu`` anywhere.
     """
-    root = _configs_dir()
+    root = configs_dir()
     return {p.name: p for p in root.iterdir() if p.name.endswith(".gin")}
-
-
-def _configs_dir() -> Path:
-    """Where the shipped configs are; their shared fragments are in its ``parts/`` (not runnable)."""
-    return Path(str(importlib.resources.files("lipgan").joinpath("configs")))
 
 
 def resolve_config_path(path: str) -> Path:
@@ -248,128 +243,10 @@ def resolve_config_path(path: str) -> Path:
     raise ConfigError(f"gin file {path!r} not found; shipped configs: {known}")
 
 
-_LOCATION = re.compile(
-    r'In (?:file "(?P<file>[^"]+)", line (?P<line>\d+)|bindings string line \d+)'
-)
-
-
-#: gin's words when ``ast.literal_eval`` refuses a value token (its first line is ast's repr).
-_BAD_TOKEN = re.compile(r"Failed to parse token '(?P<token>[^']*)'")
-_PARAMETER = re.compile(r"^\s*(?P<name>[\w./]+)\s*=")
-
-
-def _bad_value(exc: SyntaxError, token: str, binding: bool) -> str:
-    """Why a value gin could not read is refused, and how to write it (gin says ``<ast.Name ...>``).
-
-    A bare word (``train.x = abc``) is the usual case: a string without quotes, or a configurable
-    without ``@``. ``nan`` and ``inf`` are bare words too, and no lipgan parameter takes them. The
-    fix is shown as the user would type it: a gin line, or a ``--bind`` quoted for the shell.
-    """
-    if token.lower().lstrip("+-") in ("nan", "inf", "infinity"):
-        return (
-            f"{token!r} is not a value gin reads, and numeric parameters must be finite numbers "
-            "anyway; give a number"
-        )
-    found = _PARAMETER.match(exc.text or "")
-    parameter = found.group("name") if found else "name.parameter"
-    name = f"{parameter}: " if found and not binding else ""
-    if not token.isidentifier():
-        return (
-            f"{name}{token!r} is not a value gin reads; write a number, a quoted string, "
-            "True/False/None, a list, or an @configurable"
-        )
-    quoted, reference = f"{parameter} = '{token}'", f"{parameter} = @{token}()"
-    if not found or (exc.text or "").split("=", 1)[1].strip() != token:
-        quoted, reference = f"'{token}'", f"@{token}()"  # one item of a list or dict
-    elif binding:
-        quoted, reference = f"--bind \"{parameter}='{token}'\"", f"--bind {parameter}=@{token}()"
-    return (
-        f"{name}{token!r} is not a value gin reads; quote a string ({quoted}), write a number "
-        f"or True/False/None, or refer to a configurable with @ ({reference})"
-    )
-
-
 def _one_line(exc: BaseException, where: str, registry: Registry, *, binding: bool = False) -> str:
-    """gin's exception as ``where: what``; ``binding`` when ``where`` is a one-line ``--bind``."""
-    text = str(exc)
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    message = lines[0] if lines else type(exc).__name__
-    match = _LOCATION.search(text)
-    bad_token = _BAD_TOKEN.search(text)
-    if bad_token and isinstance(exc, SyntaxError):
-        message = _bad_value(exc, bad_token.group("token"), binding)
-    elif binding:
-        message = re.sub(r"\s*\(line \d+\)$", "", message)  # a --bind is one line
-    if match and match.group("file"):
-        where = f"{match.group('file')}:{match.group('line')}"
-    elif isinstance(exc, SyntaxError) and exc.lineno and not binding:
-        where = f"{exc.filename or where}:{exc.lineno}"
-    elif isinstance(exc, tokenize.TokenError) and len(exc.args) > 1:
-        where = where if binding else f"{where}:{exc.args[1][0]}"
-        message = f"syntax error: {exc.args[0]}"
-    unknown = re.search(r"No configurable matching (?:reference )?'@?([\w./]+?)(?:\(\))?'", message)
-    if unknown:
-        name = unknown.group(1).split("/")[-1]
-        message = _unknown_name(name, registry)
-    return f"{where}: {message}"
-
-
-def _unknown_name(name: str, registry: Registry) -> str:
-    """Why ``name`` is not a configurable: its plugin failed or is blocked, or it was never known."""
-    if name in registry.unavailable:
-        return f"{name!r} is unavailable: {registry.unavailable[name]}"
-    return (
-        f"unknown configurable {name!r}; constraints: {', '.join(registry.names('constraint'))}; "
-        f"strategies: {', '.join(registry.names('strategy'))}; "
-        f"other configurables: {', '.join(sorted(_library_configurables()))}"
+    return gin_messages.one_line(
+        exc, where, registry, sorted(_library_configurables()), binding=binding
     )
-
-
-_INCLUDE = re.compile(r"""^\s*include\s+['"](?P<name>[^'"]+)['"]""", re.MULTILINE)
-
-
-def _missing_include(path: Path) -> str:
-    """Why parsing ``path`` hit a missing file: the ``include`` that names one (gin says nothing)."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        return f"{path}: cannot be read ({exc.strerror or exc})"
-    for match in _INCLUDE.finditer(text):
-        name = match.group("name")
-        line = text.count("\n", 0, match.start()) + 1
-        # Where gin looks: the current directory and lipgan's configs (its search path).
-        if any((base / name).is_file() for base in (Path(), _configs_dir())):
-            continue
-        beside = path.parent / name
-        if beside.is_file():
-            return (
-                f"{path}:{line}: include {name!r} is not found: gin resolves includes from the "
-                f"current directory and lipgan's configs, not from the including file's folder "
-                f"(it is at {beside}); run from {path.parent or '.'} or write the path relative "
-                "to the current directory"
-            )
-        return f"{path}:{line}: include {name!r}: no such file (relative to the current dir or lipgan's configs)"
-    return f"{path}: a file it includes cannot be read"
-
-
-def _include_loop(path: Path, chain: tuple[Path, ...] = ()) -> str | None:
-    """``a.gin -> b.gin -> a.gin`` when ``path``'s includes lead back to a file on the way."""
-    if path in chain:
-        return " -> ".join(str(p) for p in (*chain[chain.index(path) :], path))
-    try:
-        text = path.read_text()
-    except OSError:
-        return None
-    for match in _INCLUDE.finditer(text):
-        name = match.group("name")
-        found = next(
-            (base / name for base in (Path(), _configs_dir()) if (base / name).is_file()), None
-        )
-        if found is not None:
-            loop = _include_loop(found.resolve(), (*chain, path))
-            if loop:
-                return loop
-    return None
 
 
 @contextlib.contextmanager
@@ -436,10 +313,10 @@ def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list
             ) from None
         except OSError:
             gin.clear_config()
-            raise ConfigError(_missing_include(path)) from None
+            raise ConfigError(gin_messages.missing_include(path)) from None
         except RecursionError:
             gin.clear_config()
-            loop = _include_loop(path.resolve()) or "a file includes itself"
+            loop = gin_messages.include_loop(path.resolve()) or "a file includes itself"
             raise ConfigError(
                 f"{path}: its includes form a loop ({loop}); remove the include that closes it"
             ) from None
