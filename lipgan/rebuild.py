@@ -207,7 +207,7 @@ def _data_factory(run_dir: Path, described: dict, need_data: bool):
     if data["kind"] == "snapshot":
         factory = adapt(tf.data.Dataset.load(str(run_dir / data["path"])))
         factory.settings = data["settings"]  # the script's record: resuming compares it
-        factory.snapshot = str(run_dir / data["path"])  # write() keeps it as it is
+        factory.snapshot = str(run_dir / data["path"])  # describe() keeps it as it is
         return factory
     if need_data:
         raise ConfigError(
