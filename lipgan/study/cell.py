@@ -8,7 +8,8 @@ evaluates the trained models on the PacGAN protocol's 2,500 samples and writes `
 cell's SPEC into a trainer: :func:`train_cell` measures a :class:`lipgan.Trainer` made from Python
 objects the same way, without gin. The toy sets' W1 floor is left to
 the study (once per data set, :mod:`lipgan.study.references`). A failure of any kind is written
-there as ``status: failed`` with its first line, exit 1. A SIGINT/SIGTERM stop writes no result:
+there as ``status: failed`` with its first line, exit 1, except a refused run dir (exit
+:data:`RUN_DIR_REFUSED`, no result). A SIGINT/SIGTERM stop writes no result:
 the run saves its checkpoint, the curve marks its clock, and the process exits 128 + signal,
 leaving the cell unfinished for the study's resume.
 
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lipgan.errors import Interrupted
+from lipgan.errors import Interrupted, RunDirError, first_line
 from lipgan.interrupt import ORPHAN_ENV, stop_when_orphaned
 from lipgan.progress import Progress
 from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES
@@ -234,6 +235,13 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
     return result
 
 
+#: Exit status of a cell whose run dir was refused (written by an older lipgan, in use by another
+#: process, ...): a problem of the study's files, not a result of the method, so the cell writes
+#: no result (recording it as failed would put a failed seed in the study's table for good) and
+#: the study stops with the cell's line (:func:`lipgan.study.runner.execute`).
+RUN_DIR_REFUSED = 3
+
+
 def main(argv: list[str]) -> int:
     cell_file, run_dir = Path(argv[0]), Path(argv[1])
     if os.environ.get(ORPHAN_ENV):  # under Ray: stop (checkpoint) if the worker dies under us
@@ -251,6 +259,9 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:  # SIGINT before training installed its handlers, or during eval
         print("Stopped: SIGINT", file=sys.stderr)
         return 128 + signal.SIGINT
+    except RunDirError as exc:  # gin appends "In call to configurable ..." lines: the first only
+        print(f"Error: {first_line(exc)}", file=sys.stderr)
+        return RUN_DIR_REFUSED
     except BaseException as exc:  # any failure is the cell's result, never the study's
         text = str(exc).strip().splitlines()
         message = f"{type(exc).__name__}: {text[0] if text else ''}".strip()

@@ -34,7 +34,13 @@ from pathlib import Path
 from lipgan.errors import ConfigError, first_line
 from lipgan.interrupt import ORPHAN_ENV
 from lipgan.rundir import LOCK
-from lipgan.study.runner import CellProcesses, cell_dir, load_result, run_cell_process
+from lipgan.study.runner import (
+    UNRECORDED,
+    CellProcesses,
+    cell_dir,
+    load_result,
+    run_cell_process,
+)
 from lipgan.study.spec import Cell, dumps
 
 try:
@@ -254,7 +260,7 @@ def write_back(out: Path, cell: Cell, payload: dict | None) -> dict | None:
     if payload is None:  # the cell was stopped by a signal: unfinished, as in the local pool
         return None
     result, files = payload["result"], payload.get("files", {})
-    if result["status"] == "killed":  # SIGKILLed cell (OOM?): not recorded, as in the pool
+    if result["status"] in UNRECORDED:  # killed (OOM?) or refused: not recorded, as in the pool
         return result
     if load_result(out, cell) != result:
         run_dir = cell_dir(out, cell)

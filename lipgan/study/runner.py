@@ -30,6 +30,7 @@ from lipgan import child_process
 from lipgan.errors import ConfigError, Interrupted
 from lipgan.interrupt import SIGNALS
 from lipgan.study import sessions
+from lipgan.study.cell import RUN_DIR_REFUSED
 from lipgan.study.spec import Cell, StudySpec, check_spec, dumps
 
 
@@ -85,6 +86,11 @@ def _check_out(out: Path, spec: StudySpec, force: bool) -> None:
 #: Exit statuses of a cell stopped by a signal (lipgan's graceful stop exits 128 + signal; a
 #: negative status is Python's "killed by this signal"): such a cell is unfinished, not failed.
 STOP_STATUSES = {128 + signal.SIGINT, 128 + signal.SIGTERM, -signal.SIGINT, -signal.SIGTERM}
+
+#: Result statuses that are not results of the method and are never recorded: a cell killed by a
+#: signal the study did not send (out of memory), or one whose run dir was refused
+#: (:data:`lipgan.study.cell.RUN_DIR_REFUSED`). The study stops with a line; a re-run retries them.
+UNRECORDED = ("killed", "refused")
 
 
 class CellProcesses:
@@ -150,6 +156,8 @@ def run_cell_process(
     result = load_result(out, cell)
     if result is None and proc.returncode in STOP_STATUSES:
         return None
+    if result is None and proc.returncode == RUN_DIR_REFUSED:
+        return {"status": "refused", "error": _error_line(proc), "cell": cell.as_dict()}
     if result is None and proc.returncode < 0:
         # Killed by a signal the study did not send (the kernel's out-of-memory killer sends
         # SIGKILL): not a result of the method, so nothing is recorded and a re-run retries it.
@@ -160,16 +168,20 @@ def run_cell_process(
             "cell": cell.as_dict(),
         }
     if result is None:  # the process died before writing its result (segfault, exit...)
-        lines = [line for line in proc.stderr.splitlines() if line.strip()]
-        # lipgan's own one-line error, or a Python exception; not TensorFlow's C++ log lines
-        errors = [ln for ln in lines if ln.startswith("Error: ") or _PYTHON_ERROR.match(ln)]
-        message = (errors or [f"exit code {proc.returncode}"])[-1]
-        result = {"status": "failed", "error": message, "cell": cell.as_dict()}
+        result = {"status": "failed", "error": _error_line(proc), "cell": cell.as_dict()}
         (run_dir / "result.json").write_text(dumps(result))
     return result
 
 
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
+
+
+def _error_line(proc: subprocess.CompletedProcess) -> str:
+    """A dead cell's last lipgan ``Error:`` line or Python exception (not TensorFlow's C++ log
+    lines), or its exit status."""
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    errors = [ln for ln in lines if ln.startswith("Error: ") or _PYTHON_ERROR.match(ln)]
+    return (errors or [f"exit code {proc.returncode}"])[-1]
 
 
 def _move_other_cell_aside(run_dir: Path, cell: Cell) -> None:
@@ -246,6 +258,7 @@ def execute(
         f"{executor.describe()}"
     )
     killed: list[str] = []
+    refused: list[str] = []
     executor.log = log  # an executor's own lines (e.g. Ray Tune restoring an experiment)
     session = sessions.DriverSession.start(out) if todo else None
     if todo:
@@ -255,8 +268,9 @@ def execute(
             if result is None:
                 log(f"[{len(results)}/{total}] {cell.name}: stopped, resumable")
                 continue
-            if result["status"] == "killed":
-                killed.append(f"{cell.name}: {result['error']}")
+            if result["status"] in UNRECORDED:
+                unrecorded = killed if result["status"] == "killed" else refused
+                unrecorded.append(f"{cell.name}: {result['error']}")
                 log(f"[{len(results)}/{total}] {cell.name}: {result['error']}")
                 continue
             results[cell] = result
@@ -267,6 +281,12 @@ def execute(
                 f"[{len(results)}/{total}] {cell.name}: {state}  "
                 f"elapsed {elapsed:.0f}s  ETA {_eta(n, len(todo), elapsed)}"
             )
+    if refused and executor.signum is None:
+        raise ConfigError(
+            f"{len(refused)} cell(s) could not use their run dir ({refused[0]}); nothing was "
+            "recorded for them: finish the study with the lipgan that started it, or move those "
+            f"run dirs away to rerun them, then run the same command again ({out})"
+        )
     if killed and executor.signum is None:
         raise ConfigError(
             f"{len(killed)} cell(s) did not finish ({killed[0]}); free memory or lower --jobs, "
