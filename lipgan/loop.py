@@ -28,7 +28,6 @@ import tensorflow as tf
 from lipgan import record
 from lipgan.callbacks import Callback
 from lipgan.checkpoint import RunCheckpoint, checkpointable
-from lipgan.engine import Intervals
 from lipgan.errors import (
     CheckpointError,
     DatasetError,
@@ -39,6 +38,7 @@ from lipgan.errors import (
 from lipgan.interrupt import StopRequests
 from lipgan.progress import Progress
 from lipgan.rundir import SAMPLES, RunDir
+from lipgan.step_config import Intervals
 from lipgan.train_state import TrainState
 from lipgan.training_input import TrainingInput
 

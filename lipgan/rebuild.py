@@ -63,7 +63,7 @@ def gin_config(run_record: dict) -> str | None:
 def bindings(values) -> dict:
     """``{'steps': 20, 'intervals': {'log_every': 5}, ...}`` from ``train.x=v`` bindings, the ones a
     Python run dir takes (how long and how often); anything else is one line."""
-    from lipgan.engine import Intervals
+    from lipgan.step_config import Intervals
 
     intervals = {f.name for f in dataclasses.fields(Intervals)}
     out: dict = {"intervals": {}}
@@ -242,7 +242,7 @@ def trainer_arguments(
     otherwise it runs on the default one, where the user is. ``bound`` are ``train.x=v``
     bindings (:func:`bindings`).
     """
-    from lipgan.engine import Intervals, StepConfig
+    from lipgan.step_config import Intervals, StepConfig
 
     run_dir = Path(run_dir)
     described = run_record["rebuild"]

@@ -150,7 +150,7 @@ def differences(old: dict, new: dict) -> list[str]:
     one comparison of a reused run dir, whether the run was made from the CLI or from Python."""
     old, new = flat_settings(old), flat_settings(new)
     # A step setting added since a record was written is that record's default.
-    from lipgan.engine import StepConfig
+    from lipgan.step_config import StepConfig
 
     for field in dataclasses.fields(StepConfig):
         for settings in (old, new):

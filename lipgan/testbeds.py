@@ -33,7 +33,8 @@ import tensorflow as tf
 
 from lipgan import rng
 from lipgan.constraint import Constraint
-from lipgan.engine import WGAN, StepConfig
+from lipgan.engine import WGAN
+from lipgan.step_config import StepConfig
 
 
 @dataclasses.dataclass(frozen=True)

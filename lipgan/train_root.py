@@ -16,8 +16,8 @@ from __future__ import annotations
 import dataclasses
 import inspect
 
-from lipgan.engine import StepConfig
 from lipgan.errors import ConfigError
+from lipgan.step_config import StepConfig
 from lipgan.train_state import TrainState
 from lipgan.trainer import Intervals, Trainer
 

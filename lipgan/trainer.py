@@ -41,7 +41,7 @@ from lipgan import description, evaluation
 from lipgan.callbacks import Callback
 from lipgan.constraint import Constraint
 from lipgan.data.adapt import data_factory as _data_factory
-from lipgan.engine import WGAN, Intervals, StepConfig  # noqa: F401 - Intervals: public here too
+from lipgan.engine import WGAN
 from lipgan.errors import CheckpointError, ConfigError
 from lipgan.factories import (
     GIVEN_WEIGHTS_NOTE,  # noqa: F401 - documented as lipgan.trainer.GIVEN_WEIGHTS_NOTE
@@ -54,6 +54,7 @@ from lipgan.factories import (
 from lipgan.loop import TrainingLoop
 from lipgan.ranges import check_bool, check_int
 from lipgan.settings import check_ranges, data_fingerprint, optimizer_settings, trainer_settings
+from lipgan.step_config import Intervals, StepConfig  # noqa: F401 - Intervals: public here too
 from lipgan.train_state import TrainState
 from lipgan.training_input import TrainingInput
 

@@ -176,8 +176,9 @@ def toy_wgan(
     Defaults: SGD(0.1) for both players, ``StepConfig(global_batch_size=8, n_critic, seed=5,
     jit_compile=False)`` (plumbing, not XLA; pass ``config`` to test XLA or other settings).
     """
-    from lipgan.engine import WGAN, StepConfig
+    from lipgan.engine import WGAN
     from lipgan.models import mlp_critic, mlp_generator
+    from lipgan.step_config import StepConfig
 
     keras.utils.set_random_seed(0)
     return WGAN(

@@ -7,8 +7,8 @@ import tensorflow as tf
 
 import lipgan
 from lipgan.constraints import GradientPenalty
-from lipgan.engine import StepConfig
 from lipgan.errors import ConfigError
+from lipgan.step_config import StepConfig
 from tests.helpers import toy_wgan
 
 

@@ -12,9 +12,10 @@ import pytest
 import tensorflow as tf
 
 from lipgan.constraint import StepContext
-from lipgan.engine import WGAN, StepConfig, zeros_for_none
+from lipgan.engine import WGAN, zeros_for_none
 from lipgan.models import dcgan_critic, dcgan_generator, mlp_critic
 from lipgan.models.pruned_relu import PrunedLeakyReLU, prune_activation_hessians, pruned_leaky_relu
+from lipgan.step_config import StepConfig
 from lipgan_plugins.gradient_penalty import GradientPenalty
 from lipgan_plugins.no_constraint import NoConstraint
 from tests.helpers import toy_wgan

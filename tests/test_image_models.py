@@ -94,8 +94,9 @@ def _bn_critic():
 @pytest.mark.parametrize("constraint", ["none", "weight_clip", "spectral_norm", "gradient_penalty"])
 def test_engine_warns_about_batch_norm_in_the_critic_for_every_constraint(constraint):
     """The batch-norm warning comes from the engine, once, whatever the constraint."""
-    from lipgan.engine import WGAN, StepConfig
+    from lipgan.engine import WGAN
     from lipgan.plugins import load_registry
+    from lipgan.step_config import StepConfig
     from lipgan.testing import small_generator
 
     cls = load_registry().registry.get("constraint", constraint)

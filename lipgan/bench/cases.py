@@ -42,7 +42,8 @@ def _synthetic_batch(shape, batch: int):
 def _build_wgan(strategy, spec, constraint, batch, n_critic, mode):
     import keras
 
-    from lipgan.engine import WGAN, StepConfig
+    from lipgan.engine import WGAN
+    from lipgan.step_config import StepConfig
 
     critic, generator = _model_fns(spec)
     keras.utils.set_random_seed(0)

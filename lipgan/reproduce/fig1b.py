@@ -24,8 +24,9 @@ def train_deep_wgan(kind: str, c: float | None, s: Settings):
     import tensorflow as tf
 
     from lipgan.data.pipeline import dataset
-    from lipgan.engine import WGAN, StepConfig
+    from lipgan.engine import WGAN
     from lipgan.models import mlp_critic, mlp_generator
+    from lipgan.step_config import StepConfig
 
     keras.utils.set_random_seed(s.seed)
     lr = s.b_clip_lr if kind == "weight_clip" else s.b_gp_lr

@@ -122,7 +122,8 @@ def _probe(request: dict) -> list[dict]:
     import keras
     import tensorflow as tf
 
-    from lipgan.engine import WGAN, StepConfig
+    from lipgan.engine import WGAN
+    from lipgan.step_config import StepConfig
 
     strategy = tf.distribute.MirroredStrategy(devices=devices)
     data_shape = tuple(request["data_shape"])
