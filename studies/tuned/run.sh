@@ -6,15 +6,12 @@
 #   LIPGAN_TREE=/path/to/a/checkout runs that tree's code (a snapshot, so that editing the work
 #   tree does not change the code of runs still to start); run it from that tree with an
 #   absolute --out, since Ray puts the driver's working directory first on its workers' path.
-# The committed runs were trained by lipgan at d9fd664 (run dirs before run.json): finish the
-# study with that tree (a newer lipgan refuses their unfinished run dirs: the study stops and
-# records nothing). With the checkout in $MAIN:
-#   git -C $MAIN worktree add /work/study-tree d9fd664 && cd /work/study-tree &&
-#   PYTHONPATH=$PWD lipgan tune --configs 20 --search-steps 1000 --seeds 5 --executor tune \
-#     --shared $MAIN/studies/converged/ring --shared $MAIN/studies/converged/grid \
-#     --out $MAIN/studies/tuned
-# When the runs are done, `sh studies/tuned/run.sh --bench` on quiet cores adds the side-by-side
-# timing behind the seconds to target.
+# The committed runs were trained by lipgan at d9fd664 (run dirs before run.json); the study is
+# finished, so the same command only rebuilds the reports from their result.json files (with
+# --report-only, nothing is started). A newer lipgan refuses an *unfinished* run dir of that
+# format: to re-run a cell, delete its run dir first.
+# `sh studies/tuned/run.sh --bench` on quiet cores re-measures the side-by-side timing behind the
+# seconds to target (bench.json).
 set -eu
 export TF_CPP_MIN_LOG_LEVEL=3
 if [ -n "${LIPGAN_TREE:-}" ]; then export PYTHONPATH="$LIPGAN_TREE"; fi
