@@ -144,6 +144,13 @@ def _default_run_dir(gin_files) -> Path:
 )
 @click.option("--force", is_flag=True, help="Continue a run dir even though its config differs.")
 @click.option("--mock-data", is_flag=True, help="Use tfds.testing.mock_data instead of real data.")
+@click.option(
+    "--logger",
+    "logger_names",
+    multiple=True,
+    metavar="NAME",
+    help="Switch a registered logger on (repeatable; `lipgan plugins` lists them, e.g. csv).",
+)
 @disable_option
 @click.option("--quiet", is_flag=True, help="Print only errors and the run dir.")
 @click.option("--verbose", is_flag=True, help="Show TensorFlow's C++ and Python log output.")
@@ -155,11 +162,14 @@ def run(
     resume_dir,
     force,
     mock_data,
+    logger_names,
     disabled,
     quiet,
     verbose,
 ):
     """Train a WGAN from gin config files (re-running on a run dir resumes it)."""
+    if logger_names:  # train.loggers, as a config would bind it
+        bindings = (*bindings, f"train.loggers = {list(logger_names)!r}")
     from lipgan import config, record
     from lipgan.progress import for_terminal
     from lipgan.rundir import check_location
@@ -216,7 +226,7 @@ def config_show(gin_files, bindings, strategy_name, as_json, disabled):
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @disable_option
 def plugins(as_json, disabled):
-    """List discovered constraints and strategies with their source."""
+    """List the discovered plugins' constraints, strategies, executors, metrics and loggers."""
     discovery = discover(disabled)
     entries = []
     for entry in discovery.registry.entries():
@@ -232,7 +242,9 @@ def plugins(as_json, disabled):
         }
         click.echo(json.dumps(payload, indent=2))
         return
-    for kind in ("constraint", "strategy"):
+    from lipgan.registry import KINDS
+
+    for kind in KINDS:
         click.echo(f"{'strategies' if kind == 'strategy' else kind + 's'}:")
         for item in (e for e in entries if e["kind"] == kind):
             click.echo(f"  {item['name']:<20} {item['source']:<24} {item['description']}")

@@ -7,6 +7,8 @@ TensorFlow and gin are imported inside the functions, after the CLI has set Tens
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 DEFAULT_CONFIG = "wgangp_toy_quick.gin"
@@ -83,3 +85,98 @@ def summarize(state, run_dir, quiet: bool) -> None:
     from lipgan.evaluation import summary_line
 
     click.echo(str(run_dir) if quiet else summary_line(state.history, run_dir))
+
+
+def executor_options(command_name: str):
+    """The options that say where a study's runs go, shared by ``lipgan study`` and ``lipgan
+    tune``: ``--executor`` (a registered executor that offers ``command_name``), ``--jobs``,
+    ``--threads`` and Ray's. The names are checked when the command runs
+    (:func:`make_executor`): listing them here would load every plugin to draw ``--help``."""
+
+    def decorate(command):
+        options = [
+            click.option(
+                "--executor",
+                default="local",
+                show_default=True,
+                metavar="NAME",
+                help="Where runs go: local (a process pool here), ray (one Ray task per run)"
+                + (", tune (one Ray Tune trial per run)" if command_name == "tune" else "")
+                + " or an executor plugin's name (`lipgan plugins`; Ray: pip install "
+                "'lipgan[ray]'; docs/study.md, 'Running a study on a cluster').",
+            ),
+            click.option(
+                "--jobs",
+                type=click.IntRange(min=1),
+                help="Runs in parallel, local executor (default: one per core).",
+            ),
+            click.option(
+                "--threads",
+                type=click.IntRange(min=0),
+                help="TF intra-op threads per run (default 1; 0 lets TF choose).",
+            ),
+            click.option(
+                "--ray-address",
+                metavar="ADDR",
+                help="Ray cluster to use (default: Ray's own resolution, RAY_ADDRESS or a cluster "
+                "started on this machine, else a new local instance).",
+            ),
+            click.option(
+                "--cell-resources",
+                metavar="K=V,...",
+                help="Ray resources per run, e.g. num_cpus=1,num_gpus=0.25 (default num_cpus=1).",
+            ),
+            click.option(
+                "--storage",
+                type=click.Path(path_type=Path),
+                help="With Ray: where the run dirs go, a path every node sees (default: --out).",
+            ),
+        ]
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
+def check_constraints(constraints, registry) -> list[str]:
+    """The SPECs as given; an unknown constraint name is one line, before any cell starts (not
+    recorded as N failed cells)."""
+    from lipgan.bench.sweep import parse_spec
+    from lipgan.errors import ConfigError
+
+    known = registry.names("constraint")
+    unknown = [c for c in constraints if parse_spec(c)[0] not in known]
+    if unknown:
+        raise ConfigError(
+            f"unknown constraint {unknown[0]!r}; registered: {', '.join(known)} (`lipgan plugins`)"
+        )
+    return list(constraints)
+
+
+def make_executor(name: str, command_name: str, registry, **options):
+    """The registered executor ``name`` built from the options given (None: not given).
+
+    One line, before anything is written, for an unknown executor, one that ``command_name``
+    does not offer, or an option it does not take (naming the executors that take it).
+    """
+    from lipgan.errors import ConfigError
+    from lipgan.executor import OPTION_FLAGS
+
+    cls = registry.get("executor", name)
+    if command_name not in cls.commands:
+        raise ConfigError(
+            f"--executor {name} is for lipgan {' and lipgan '.join(sorted(cls.commands))}, "
+            f"not lipgan {command_name}"
+        )
+    given = {key: value for key, value in options.items() if value is not None}
+    for key in given:
+        if key not in cls.accepts:
+            takers = [
+                e.name
+                for e in registry.entries("executor")
+                if key in e.cls.accepts and command_name in e.cls.commands
+            ]
+            where = " or ".join(f"--executor {t}" for t in takers) or "no executor here"
+            raise ConfigError(f"{OPTION_FLAGS[key]} is an option of {where}, not of {name}")
+    return cls.from_options(**given)

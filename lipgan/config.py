@@ -24,7 +24,7 @@ from lipgan.errors import ConfigError
 from lipgan.gin_messages import configs_dir
 from lipgan.ranges import out_of_range
 from lipgan.record import RecordPart
-from lipgan.registry import Registry
+from lipgan.registry import GIN_KINDS, Registry
 from lipgan.rundir import RunDir
 
 _REGISTERED = False
@@ -85,7 +85,7 @@ def _expose_plugins(registry: Registry) -> None:
     earlier discovery (a plugin since blocked or replaced) is dropped from it here, so a blocked
     plugin is as unknown to gin as it is to the CLI.
     """
-    current = {entry.name: entry.cls for entry in registry.entries()}
+    current = {entry.name: entry.cls for entry in registry.entries(GIN_KINDS)}
     for name, cls in list(_PLUGIN_CONFIGURABLES.items()):
         if current.get(name) is not cls:
             selector = f"lipgan.{name}"

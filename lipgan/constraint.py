@@ -15,6 +15,9 @@ which makes a draw independent of the replica count.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 import tensorflow as tf
 
 from lipgan import rng
@@ -138,7 +141,16 @@ class Constraint(Named):
 
     Subclasses set ``name`` (snake_case, unique) and override any of the three hooks. Constructor
     keyword arguments become gin parameters: ``gradient_penalty.weight = 10.0``.
+
+    A constraint that ``lipgan tune`` may search declares its ranges in ``search_space``
+    (parameter -> range, :mod:`lipgan.search_space`), and gin bindings every searched config gets
+    unchanged in ``search_fixed``; without a ``search_space`` the tuner leaves it out and says so.
     """
+
+    #: Parameter -> range for ``lipgan tune`` (None: not tunable). See :mod:`lipgan.search_space`.
+    search_space: ClassVar[Mapping | None] = None
+    #: Gin bindings every searched config of this constraint gets unchanged.
+    search_fixed: ClassVar[tuple[str, ...]] = ()
 
     def wrap_critic(self, critic: tf.keras.Model) -> tf.keras.Model:
         """Return the critic to train; called once at build time inside ``strategy.scope()``.

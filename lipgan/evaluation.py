@@ -1,6 +1,8 @@
 """Sample quality of a trained generator: the numbers behind ``lipgan eval`` and ``train.eval_every``.
 
-Which metrics apply depends on the data:
+The metrics are plugins (``lipgan_register_metrics``, :class:`lipgan.metric.Metric`): this module
+draws the samples once and asks each metric that applies (or each one named) for its values. The
+built-ins (``plugins/metrics.py``), by data:
 
 * 2-D toy sets: exact W1 to real samples beside ``w1_floor`` (the W1 between two independent real
   samples of the same size: what a perfect generator scores), and for the Gaussian mixtures
@@ -23,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from lipgan.errors import ConfigError
+from lipgan.metric import EvalData
 
 #: The counter of the noise stream for samples, so that it never meets the training noise.
 SAMPLE_STREAM = 7
@@ -194,12 +197,14 @@ def evaluate(
     *,
     seed: int,
     batch_size: int,
-    num_samples: int = 2048,
+    num_samples: int,
     inception_weights: str | None = None,
     w1_floor: bool = True,
     generator=None,
+    metrics: tuple[str, ...] | None = None,
 ) -> dict:
-    """All metrics that apply to this run's data, as a flat ``{'eval/...': float}`` dict.
+    """The registered metrics (``lipgan_register_metrics``) that apply to this run's data, or the
+    ones named, as a flat ``{'eval/...': float}`` dict.
 
     Args:
         wgan: the :class:`lipgan.engine.WGAN` (``trainer.wgan``).
@@ -210,47 +215,62 @@ def evaluate(
         inception_weights: a local InceptionV3 weights file for FID/KID on images, or None.
         w1_floor: False skips the toy sets' real-vs-real floor (a study computes it once).
         generator: the model measured (default ``wgan.sampler``: the EMA when it is on).
+        metrics: metric names to compute (``lipgan eval --metric``); None: every default metric
+            that applies (:func:`select_metrics`).
 
     Returns:
-        ``{'eval/<metric>': float}``: ``critic_wasserstein`` always, and the metrics of the data
-        (docs/metrics.md).
+        ``{'eval/<metric>': float}`` (docs/metrics.md says what each means).
 
     Raises:
-        ConfigError: ``num_samples`` is not an integer >= 2.
+        ConfigError: ``num_samples`` is not an integer >= 2, or a named metric is unknown or
+            does not apply to this data.
     """
     check_evaluate_samples(num_samples)
-    fake = generate(wgan, num_samples, seed, generator)
     toy = toy_set_of(wgan, dataset)
-    known = toy or (len(wgan.data_shape) == 3 and (_is_digits(dataset) or inception_weights))
-    # Unknown data: twice the examples, so the second half gives the real-vs-real floor.
-    drawn = real_samples(dataset, num_samples * (1 if known else 2), batch_size, seed)
-    real = drawn[:num_samples]
-    out = {"eval/critic_wasserstein": critic_wasserstein(wgan.critic, real, fake)}
-    if not known:
-        out.update(data_w1(fake, real, drawn[num_samples:]))
-    if toy:
-        from lipgan.metrics.toy import toy_metrics
-
-        out.update(
-            {f"eval/{k}": v for k, v in toy_metrics(toy, fake, real, floor=w1_floor).items()}
-        )
-    if len(wgan.data_shape) == 3 and _is_digits(dataset):
-        from lipgan.metrics import images
-
-        classifier = images.digits_classifier(getattr(dataset, "data_dir", None))
-        real_digits, _ = images.real_digits("train")
-        a = images.digits_features(real_digits, classifier)
-        b = images.digits_features(fake, classifier)
-        out["eval/digits_fd"] = images.frechet_distance(a, b)
-        out["eval/digits_kid"] = images.kid(a, b, num_subsets=20)[0]
-    if len(wgan.data_shape) == 3 and inception_weights:
-        from lipgan.metrics import images
-
-        model = images.load_inception(inception_weights)
-        a, b = images.inception_features(real, model), images.inception_features(fake, model)
-        out["eval/fid"] = images.frechet_distance(a, b)
-        out["eval/kid"] = images.kid(a, b, num_subsets=20)[0]
+    image = len(wgan.data_shape) == 3
+    data = EvalData(
+        fake=generate(wgan, num_samples, seed, generator),
+        real=np.empty((0, *wgan.data_shape), np.float32),
+        critic=wgan.critic,
+        data_shape=tuple(wgan.data_shape),
+        toy=toy,
+        digits=image and _is_digits(dataset),
+        data_dir=getattr(dataset, "data_dir", None),
+        inception_weights=inception_weights,
+        w1_floor=w1_floor,
+        seed=seed,
+    )
+    chosen = select_metrics(data, metrics)
+    # One stream for both real samples when a metric needs the second (the real-vs-real floor).
+    twice = any(m.needs_more_real for m in chosen)
+    drawn = real_samples(dataset, num_samples * (2 if twice else 1), batch_size, seed)
+    data.real = drawn[:num_samples]
+    data.more_real = (lambda: drawn[num_samples:]) if twice else None
+    out = {}
+    for metric in chosen:
+        out.update({f"eval/{k}": v for k, v in metric.compute(data).items()})
     return out
+
+
+def select_metrics(data: EvalData, names=None, registry=None) -> list:
+    """Instances of the metrics to compute on ``data``: the ``names`` given, each of which must
+    apply (one line otherwise), or every registered default metric that applies."""
+    from lipgan.plugins import default_registry
+
+    registry = registry or default_registry()
+    if names is None:
+        entries = [e for e in registry.entries("metric") if e.cls.default]
+        metrics = [e.cls() for e in entries]
+        return [m for m in metrics if m.applies(data)]
+    metrics = [registry.get("metric", name)() for name in dict.fromkeys(names)]
+    here = [e.name for e in registry.entries("metric") if e.cls().applies(data)]
+    for metric in metrics:
+        if not metric.applies(data):
+            raise ConfigError(
+                f"metric {metric.name!r} does not apply to this run's data "
+                f"(shape {data.data_shape}); metrics that do: {', '.join(here)}"
+            )
+    return metrics
 
 
 def render(wgan, fake: np.ndarray, real: np.ndarray | None = None, title: str = "") -> bytes | None:

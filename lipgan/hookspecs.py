@@ -46,3 +46,32 @@ def lipgan_register_strategies(register: Callable[[type], None]) -> None:
     Call ``register(cls)`` once per class; ``cls.name`` selects it with ``--strategy <name>`` or
     ``train.strategy = @<name>()``. Names are unique across plugins, as for constraints.
     """
+
+
+@hookspec
+def lipgan_register_executors(register: Callable[[type], None]) -> None:
+    """Register :class:`lipgan.Executor` subclasses: where a study's or tune's cells run.
+
+    ``cls.name`` selects it with ``lipgan study --executor <name>`` (and ``lipgan tune``, where
+    ``cls.commands`` includes ``"tune"``); ``cls.accepts`` names the command-line options it takes
+    (``jobs``, ``ray_address``, ``cell_resources``, ``storage``), and :meth:`Executor.from_options`
+    builds it from them. Built-ins: ``local``, ``ray``, ``tune``.
+    """
+
+
+@hookspec
+def lipgan_register_metrics(register: Callable[[type], None]) -> None:
+    """Register :class:`lipgan.Metric` subclasses: what ``lipgan eval`` and a run's evaluations
+    report. ``cls.name`` selects it with ``lipgan eval --metric <name>``; each metric says which
+    data it applies to (:meth:`Metric.applies`). Built-ins: ``critic_wasserstein``, ``toy``,
+    ``data_w1``, ``digits``, ``inception``.
+    """
+
+
+@hookspec
+def lipgan_register_loggers(register: Callable[[type], None]) -> None:
+    """Register :class:`lipgan.Logger` subclasses: where a run's rows go besides its own files.
+
+    None is on by default; ``lipgan run --logger <name>`` (or ``Trainer.fit(loggers=[...])``)
+    switches one on. Built-in: ``csv``.
+    """

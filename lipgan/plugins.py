@@ -8,6 +8,7 @@ plugin that fails (on import or inside its hook) is recorded and skipped instead
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import importlib.metadata
 import os
@@ -37,11 +38,17 @@ BUILTIN_PLUGINS = {
     "mirrored": "lipgan_plugins.mirrored",
     "tpu": "lipgan_plugins.tpu",
     "multi_worker": "lipgan_plugins.multi_worker",
+    "executors": "lipgan_plugins.executors",
+    "metrics": "lipgan_plugins.metrics",
+    "csv": "lipgan_plugins.csv_logger",
 }
 
 _HOOK_KINDS = {
     "lipgan_register_constraints": "constraint",
     "lipgan_register_strategies": "strategy",
+    "lipgan_register_executors": "executor",
+    "lipgan_register_metrics": "metric",
+    "lipgan_register_loggers": "logger",
 }
 
 
@@ -167,6 +174,18 @@ def _call_register_hook(impl, kind: str, registry: Registry, source: str) -> str
             registry.remove(entry.kind, entry.name, entry)
             registry.mark_unavailable(entry.name, f"{entry.describe()} failed to load: {error}")
         return error
+
+
+def default_registry() -> Registry:
+    """The registry of this process's plugins (blocked ones as ``$LIPGAN_DISABLE_PLUGINS`` says),
+    discovered once per value of that variable: for library code that looks a name up (a
+    metric, an executor) without a discovery of its own."""
+    return _discovered(os.environ.get(DISABLE_ENV, "")).registry
+
+
+@functools.cache
+def _discovered(disabled_env: str) -> Discovery:
+    return load_registry()
 
 
 def load_registry(disabled: Iterable[str] | None = None) -> Discovery:

@@ -1,4 +1,5 @@
-"""Name -> class tables for constraints and strategies, filled by plugin hooks.
+"""Name -> class tables for every kind of plugin class (constraints, strategies, executors,
+metrics, loggers), filled by plugin hooks.
 
 One place decides what a name means: the CLI, gin files and the benchmark all look names up here.
 A name registered twice is a clash: neither owner gets it (either silent choice would surprise
@@ -14,9 +15,21 @@ import inspect
 
 from lipgan.constraint import Constraint
 from lipgan.errors import ConfigError, PluginError
+from lipgan.executor import Executor
+from lipgan.logger import Logger
+from lipgan.metric import Metric
 from lipgan.strategy import StrategyPlugin
 
-KINDS = {"constraint": Constraint, "strategy": StrategyPlugin}
+#: Every kind of plugin class, and the base its classes subclass (one hook registers each).
+KINDS = {
+    "constraint": Constraint,
+    "strategy": StrategyPlugin,
+    "executor": Executor,
+    "metric": Metric,
+    "logger": Logger,
+}
+#: The kinds that are gin configurables (``train.constraint = @<name>()``).
+GIN_KINDS = ("constraint", "strategy")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,8 +125,8 @@ class Registry:
         table[name] = entry
         return entry
 
-    def entries(self, kind: str | None = None) -> list[Registration]:
-        kinds = [kind] if kind else list(KINDS)
+    def entries(self, kind: str | tuple[str, ...] | None = None) -> list[Registration]:
+        kinds = [kind] if isinstance(kind, str) else list(kind or KINDS)
         return [e for k in kinds for e in sorted(self._entries[k].values(), key=lambda e: e.name)]
 
     def names(self, kind: str) -> list[str]:

@@ -102,12 +102,22 @@ def load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: bool
     metavar="'a.b=v'",
     help="Extra gin binding, e.g. train.inception_weights.",
 )
+@click.option(
+    "--metric",
+    "metric_names",
+    multiple=True,
+    metavar="NAME",
+    help="A registered metric to compute (repeatable; `lipgan plugins` lists them; default: "
+    "every metric that applies to the data).",
+)
 @click.option("--mock-data", is_flag=True, help="Real samples from tfds.testing.mock_data.")
 @disable_option
-def eval_command(run_dir, num_samples, bindings, mock_data, disabled):
+def eval_command(run_dir, num_samples, bindings, metric_names, mock_data, disabled):
     """Metrics of the latest checkpoint of RUN_DIR, as JSON on stdout."""
     trainer, step = load_run(run_dir, bindings, mock_data, disabled)
-    metrics = call(trainer.evaluate, mock_data, num_samples=num_samples)
+    metrics = call(
+        trainer.evaluate, mock_data, num_samples=num_samples, metrics=metric_names or None
+    )
     payload = {
         "run_dir": str(run_dir),
         "step": step,

@@ -13,54 +13,7 @@ from pathlib import Path
 
 import click
 
-
-def executor_options(executors: list[str]):
-    """The options that say where a study's runs go, shared by ``lipgan study`` and ``lipgan
-    tune``: ``--executor`` (one of ``executors``), ``--jobs``, ``--threads`` and Ray's."""
-
-    def decorate(command):
-        options = [
-            click.option(
-                "--executor",
-                type=click.Choice(executors),
-                default="local",
-                show_default=True,
-                help="Where runs go: a process pool here, one Ray task per run, or (tune) one "
-                "Ray Tune trial per run (pip install 'lipgan[ray]'; docs/study.md, 'Running a "
-                "study on a cluster').",
-            ),
-            click.option(
-                "--jobs",
-                type=click.IntRange(min=1),
-                help="Runs in parallel, local executor (default: one per core).",
-            ),
-            click.option(
-                "--threads",
-                type=click.IntRange(min=0),
-                help="TF intra-op threads per run (default 1; 0 lets TF choose).",
-            ),
-            click.option(
-                "--ray-address",
-                metavar="ADDR",
-                help="Ray cluster to use (default: Ray's own resolution, RAY_ADDRESS or a cluster "
-                "started on this machine, else a new local instance).",
-            ),
-            click.option(
-                "--cell-resources",
-                metavar="K=V,...",
-                help="Ray resources per run, e.g. num_cpus=1,num_gpus=0.25 (default num_cpus=1).",
-            ),
-            click.option(
-                "--storage",
-                type=click.Path(path_type=Path),
-                help="With Ray: where the run dirs go, a path every node sees (default: --out).",
-            ),
-        ]
-        for option in reversed(options):
-            command = option(command)
-        return command
-
-    return decorate
+from lipgan.cli_shared import check_constraints, executor_options, make_executor
 
 
 @click.command()
@@ -107,7 +60,7 @@ def executor_options(executors: list[str]):
     help="A smoke test of the machinery, never results: 2 seeds, 100 iterations, 8gaussians "
     "(explicit options still win; the report says it is a smoke test).",
 )
-@executor_options(["local", "ray"])
+@executor_options("study")
 @click.option("--force", is_flag=True, help="Reuse a study dir whose spec differs.")
 @click.option("--quiet", is_flag=True, help="No progress lines; print only the report paths.")
 @click.option(
@@ -151,7 +104,15 @@ def study(
         eval_every=eval_every if eval_every is not None else defaults.get("eval_every", EVAL_EVERY),
         smoke_test=quick,
     )
-    cells = make_executor(executor, jobs, ray_address, cell_resources, storage)
+    cells = make_executor(
+        executor,
+        "study",
+        registry,
+        jobs=jobs,
+        ray_address=ray_address,
+        cell_resources=cell_resources,
+        storage=storage,
+    )
     log = None if quiet else (lambda line: click.echo(line, err=True))
     command = "lipgan study " + " ".join(shlex.quote(a) for a in sys.argv[2:])
     report = run_study(
@@ -170,48 +131,3 @@ def study(
     click.echo(
         f"wrote {report.paths['json']}, {report.paths['markdown']}, {report.paths['figure']}"
     )
-
-
-def check_constraints(constraints, registry) -> list[str]:
-    """The SPECs as given; an unknown constraint name is one line, before any cell starts (not
-    recorded as N failed cells)."""
-    from lipgan.bench.sweep import parse_spec
-    from lipgan.errors import ConfigError
-
-    known = registry.names("constraint")
-    unknown = [c for c in constraints if parse_spec(c)[0] not in known]
-    if unknown:
-        raise ConfigError(
-            f"unknown constraint {unknown[0]!r}; registered: {', '.join(known)} (`lipgan plugins`)"
-        )
-    return list(constraints)
-
-
-def make_executor(name, jobs, ray_address, cell_resources, storage):
-    """The cells' executor (None: the runner's local pool); options of the other one are refused
-    with one line, before anything is written. ``tune`` (``lipgan tune`` only) is Ray Tune."""
-    from lipgan.errors import ConfigError
-
-    ray_options = {
-        "--ray-address": ray_address,
-        "--cell-resources": cell_resources,
-        "--storage": storage,
-    }
-    if name == "local":
-        given = [flag for flag, value in ray_options.items() if value is not None]
-        if given:
-            raise ConfigError(f"{given[0]} is an option of --executor ray")
-        return None
-    if jobs is not None:
-        raise ConfigError(
-            "--jobs is for --executor local; with Ray, --cell-resources decides how many cells "
-            "run at once"
-        )
-    from lipgan.study.executors import RayExecutor, parse_resources
-
-    resources = parse_resources(cell_resources) if cell_resources else None
-    if name == "tune":
-        from lipgan.study.tune_executor import TuneExecutor
-
-        return TuneExecutor(address=ray_address, resources=resources, storage=storage)
-    return RayExecutor(address=ray_address, resources=resources, storage=storage)

@@ -239,6 +239,7 @@ class Trainer:
         run_dir: str | Path | None = None,
         force: bool = False,
         callbacks: Iterable[Callback] = (),
+        loggers: Iterable[str] = (),
         verbose: int = 1,
         progress=None,
     ) -> TrainState:
@@ -266,6 +267,8 @@ class Trainer:
                 kept beside the new ones).
             callbacks: :class:`Callback` objects called at every logged step, evaluation,
                 checkpoint, and at the start and end.
+            loggers: names of registered loggers to switch on (``lipgan plugins`` lists them;
+                e.g. ``"csv"``); each sees what a callback sees.
             verbose: 0, 1 or 2, as in Keras.
             progress: a progress :class:`Callback` to use instead of the one ``verbose`` picks;
                 False for none.
@@ -286,10 +289,12 @@ class Trainer:
             progress = for_verbose(0 if progress is False else verbose)
         if self.intervals.eval_every:
             evaluation.check_num_samples(self.wgan, self.data_factory, self.intervals.eval_samples)
+        settings = self.settings()
+        loggers = make_loggers(loggers, run_dir, self.chief, settings)
         callbacks = [progress, *callbacks]  # progress first: its lines precede a callback's
         for callback in callbacks:
             callback.set_trainer(self)
-        settings = self.settings()
+        callbacks += loggers
         fingerprint, why = self.data_fingerprint()
         if run_dir is not None and fingerprint is None and why:
             progress.message(
@@ -335,7 +340,7 @@ class Trainer:
             )
         return checkpoint.restore(warn)
 
-    def evaluate(self, num_samples: int | None = None) -> dict:
+    def evaluate(self, num_samples: int | None = None, metrics=None) -> dict:
         """The metrics that apply to this data (``lipgan eval``'s), as ``{'eval/...': float}``: the
         critic's estimate always; on data lipgan has no metric for, W1 to the data with its
         real-vs-real floor (:func:`lipgan.evaluation.data_w1`).
@@ -343,6 +348,8 @@ class Trainer:
         Args:
             num_samples: generated (and real) samples to evaluate on, >= 2; default
                 ``intervals.eval_samples``.
+            metrics: names of registered metrics to compute (``lipgan plugins`` lists them);
+                default: every default metric that applies to the data.
 
         Returns:
             ``{'eval/<metric>': float}`` (docs/metrics.md says what each means).
@@ -354,6 +361,7 @@ class Trainer:
             batch_size=self.global_batch_size,
             num_samples=self.intervals.eval_samples if num_samples is None else num_samples,
             inception_weights=self.inception_weights,
+            metrics=None if metrics is None else tuple(metrics),
         )
 
     def audit(self, points: int = 512, seed: int | None = None) -> dict:
@@ -403,3 +411,18 @@ class Trainer:
         if self.wgan.data_shape == (2,):
             real = evaluation.real_samples(self.data_factory, n, self.global_batch_size, self.seed)
         return evaluation.render(self.wgan, self.sample(n), real, title=f"step {self.step}")
+
+
+def make_loggers(names: Iterable[str], run_dir, chief: bool, settings: dict) -> list:
+    """The registered loggers ``names`` (one line for an unknown one), each given its view."""
+    from lipgan.logger import RunView
+    from lipgan.plugins import default_registry
+
+    if isinstance(names, str):
+        names = [names]
+    classes = [default_registry().get("logger", name) for name in dict.fromkeys(names)]
+    view = RunView(Path(run_dir) if run_dir is not None else None, chief, settings)
+    loggers = [cls() for cls in classes]
+    for logger in loggers:
+        logger.set_view(view)
+    return loggers

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from lipgan.study_cli import executor_options
+from lipgan.cli_shared import check_constraints, executor_options, make_executor
 
 
 @click.command()
@@ -68,7 +68,7 @@ from lipgan.study_cli import executor_options
 @click.option(
     "--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding for every run."
 )
-@executor_options(["local", "ray", "tune"])
+@executor_options("tune")
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
@@ -120,10 +120,13 @@ def tune(
     """Search each constraint's hyper-parameters, re-run the best over seeds; write tune.md/png."""
     from lipgan.plugins import load_registry
     from lipgan.study import tune as tuned
-    from lipgan.study_cli import check_constraints, make_executor
 
     registry = load_registry().registry
-    constraints = check_constraints(constraints, registry) or tuned.default_constraints(registry)
+    given = check_constraints(constraints, registry)
+    if not given:
+        for line in tuned.left_out(registry):
+            click.echo(line, err=True)
+    constraints = given or tuned.default_constraints(registry)
     spec = tuned.TuneSpec(
         constraints=tuple(constraints),
         datasets=tuple(datasets or ("ring", "grid")),
@@ -135,7 +138,15 @@ def tune(
         bindings=tuple(bindings),
     )
     spec.check()
-    cells = make_executor(executor, jobs, ray_address, cell_resources, storage)
+    cells = make_executor(
+        executor,
+        "tune",
+        registry,
+        jobs=jobs,
+        ray_address=ray_address,
+        cell_resources=cell_resources,
+        storage=storage,
+    )
     log = None if quiet else (lambda line: click.echo(line, err=True))
     command = "lipgan tune " + " ".join(shlex.quote(a) for a in sys.argv[2:])
     report = tuned.run_tune(

@@ -34,6 +34,7 @@ from lipgan.reparametrized import (
     dense_gram_row_sums,
     fresh_copy,
 )
+from lipgan.search_space import ADAM
 
 
 def aol_rescale(kernel):
@@ -77,6 +78,8 @@ class AOL(KernelConstruction):
     """Rescale every Dense/Conv2D kernel of the critic to spectral norm <= 1 (AOL)."""
 
     name = "aol"
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    search_space = dict(ADAM)
     description = (
         "Almost-orthogonal layers: rescale every Dense/Conv2D kernel by diag(Σ|WᵀW|)^(-1/2), "
         "1-Lipschitz with no iterations (Prach & Lampert 2022)."

@@ -70,6 +70,7 @@ from lipgan.reparametrized import (
     KernelReparametrization,
     fresh_copy,
 )
+from lipgan.search_space import ADAM
 from lipgan_plugins.spectral_norm import from_first_replica
 
 #: Largest squared singular value an order-1 step maps into (0, 1] is 4; a margin for rounding.
@@ -270,6 +271,8 @@ class Bjorck(KernelConstruction):
     """
 
     name = "bjorck"
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    search_space = dict(ADAM)
     description = (
         "Orthonormal Dense kernels by Björck steps (LNets, Anil et al. 2019): one projection step "
         "after each update by default, or iterations with gradients through them; pair with a "

@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from lipgan import hookimpl
 from lipgan.penalties import GradientNormPenalty, per_example_gradient_norm
+from lipgan.search_space import ADAM, PENALTY_WEIGHT
 
 NOISES = ("gaussian", "reference")
 
@@ -84,6 +85,10 @@ class Dragan(GradientNormPenalty):
     """
 
     name = "dragan"
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    search_space = {**ADAM, "weight": PENALTY_WEIGHT}
+    #: DRAGAN's perturbation as the official code's: 0.5 × the data's standard deviation.
+    search_fixed = ("dragan.noise = 'reference'", "dragan.noise_scale = 0.5")
     description = "DRAGAN: weight·(‖∇D(x̃)‖ − 1)² around noisy real data (Kodali et al. 2017)."
 
     def __init__(

@@ -36,6 +36,7 @@ import tensorflow as tf
 
 from lipgan import hookimpl
 from lipgan.penalties import GradientNormPenalty, interpolate, per_example_gradient_norm
+from lipgan.search_space import ADAM, PENALTY_WEIGHT
 
 
 class GradientPenalty(GradientNormPenalty):
@@ -57,6 +58,8 @@ class GradientPenalty(GradientNormPenalty):
     """
 
     name = "gradient_penalty"
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    search_space = {**ADAM, "weight": PENALTY_WEIGHT}
     description = (
         "WGAN-GP: weight·(‖∇D(x̂)‖ − target)²/target² at random interpolates "
         "(Gulrajani et al. 2017)."

@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from lipgan import hookimpl
 from lipgan.penalties import GradientNormPenalty, interpolate, per_example_gradient_norm
+from lipgan.search_space import ADAM, PENALTY_WEIGHT
 
 
 class LipschitzPenalty(GradientNormPenalty):
@@ -26,6 +27,8 @@ class LipschitzPenalty(GradientNormPenalty):
     """
 
     name = "lipschitz_penalty"
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    search_space = {**ADAM, "weight": PENALTY_WEIGHT}
     description = "WGAN-LP: weight·max(0, ‖∇D(x̂)‖ − 1)², one-sided (Petzka et al. 2018)."
 
     def __init__(self, weight: float = 10.0, fast_relu: bool | str = "auto"):

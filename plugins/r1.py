@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from lipgan import hookimpl
 from lipgan.penalties import GradientNormPenalty, per_example_gradient_norm
+from lipgan.search_space import ADAM, PENALTY_WEIGHT
 
 
 class R1(GradientNormPenalty):
@@ -30,6 +31,8 @@ class R1(GradientNormPenalty):
     """
 
     name = "r1"
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    search_space = {**ADAM, "gamma": PENALTY_WEIGHT}
     description = "R1: gamma/2·‖∇D(x)‖² on real data (Mescheder et al. 2018)."
 
     def __init__(self, gamma: float = 10.0, fast_relu: bool | str = "auto"):

@@ -249,3 +249,21 @@ def inception_features(images: np.ndarray, model, batch_size: int = 50) -> np.nd
         return model(x, training=False)
 
     return _batched(run, images, batch_size)
+
+
+def class_metrics(fake: np.ndarray, classifier) -> dict:
+    """Class coverage and reverse KL of the predicted class histogram of generated digits.
+
+    The Stacked-MNIST way of counting modes (Metz et al. 2017; PacGAN §5): a pretrained classifier
+    labels every sample; a class is covered when at least one sample is assigned to it; the reverse
+    KL is KL(p_fake || uniform over 10 classes), 0 for a balanced generator, log 10 for one class.
+    """
+    logits = _batched(lambda x: classifier(_resize(x, DIGITS_SIZE), training=False), fake, 500)
+    counts = np.bincount(np.argmax(logits, axis=-1), minlength=10)
+    p = counts / counts.sum()
+    nz = p > 0
+    return {
+        "classes_covered": int(nz.sum()),
+        "num_classes": 10,
+        "class_reverse_kl": float(np.sum(p[nz] * np.log(p[nz] * 10))),
+    }

@@ -109,29 +109,6 @@ class Timing(Progress):
         return None, False
 
 
-def class_metrics(fake: np.ndarray, data_dir=None) -> dict:
-    """Class coverage and reverse KL of the predicted class histogram of generated digits.
-
-    The Stacked-MNIST way of counting modes (Metz et al. 2017; PacGAN §5): a pretrained classifier
-    labels every sample; a class is covered when at least one sample is assigned to it; the reverse
-    KL is KL(p_fake || uniform over 10 classes), 0 for a balanced generator, log 10 for one class.
-    """
-    from lipgan.metrics import images
-
-    classifier = images.digits_classifier(data_dir)
-    logits = images._batched(
-        lambda x: classifier(images._resize(x, images.DIGITS_SIZE), training=False), fake, 500
-    )
-    counts = np.bincount(np.argmax(logits, axis=-1), minlength=10)
-    p = counts / counts.sum()
-    nz = p > 0
-    return {
-        "classes_covered": int(nz.sum()),
-        "num_classes": 10,
-        "class_reverse_kl": float(np.sum(p[nz] * np.log(p[nz] * 10))),
-    }
-
-
 def run_cell(cell: dict, run_dir: Path) -> dict:
     """Train and measure a cell given as its JSON dict (gin files and bindings, :class:`Cell`)."""
     from lipgan import config
@@ -217,8 +194,6 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
         np.save(run_dir / "samples.npy", np.asarray(fake, np.float32))
     else:  # images: the first 64 for the report's sample grid
         np.save(run_dir / "samples.npy", np.asarray(fake[:64], np.float32))
-    if "digits_fd" in metrics:
-        metrics.update(class_metrics(fake, getattr(trainer.data_factory, "data_dir", None)))
     per_iteration, includes_compile = timing.per_iteration()
     result = {
         "status": "ok",

@@ -16,8 +16,10 @@ the same for every executor. The interface (:class:`Executor`):
 
 :class:`LocalExecutor` is the process pool on this machine (``--jobs``). :class:`RayExecutor` runs
 each cell as a Ray task (``--executor ray``, ``pip install 'lipgan[ray]'``), on a local instance
-or on a cluster; a Slurm or Dask executor would be one more class here. docs/study.md, "Running a
-study on a cluster", says what is kept where.
+or on a cluster. Both are registered by ``plugins/executors.py`` through
+``lipgan_register_executors``; a Slurm or Dask executor is a plugin of its own
+(``examples/lipgan-example-executor``). docs/study.md, "Running a study on a cluster", says what
+is kept where.
 """
 
 from __future__ import annotations
@@ -26,18 +28,19 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 
 from lipgan.errors import ConfigError, first_line
+from lipgan.executor import Executor
 from lipgan.interrupt import ORPHAN_ENV
 from lipgan.rundir import LOCK
 from lipgan.study.runner import (
     UNRECORDED,
     CellProcesses,
     cell_dir,
+    default_jobs,
     load_result,
     run_cell_process,
 )
@@ -51,36 +54,21 @@ except ImportError:  # Windows: no flock, the lock wait below is skipped
 RAY_INSTALL = "pip install 'lipgan[ray]'"
 
 
-class Executor:
-    """Runs a study's unfinished cells; see the module docstring for the contract."""
-
-    #: TF intra-op threads per cell when ``--threads`` is not given (None: the runner's default).
-    default_threads: int | None = None
-    #: The first stop signal received (None: no stop requested).
-    signum: int | None = None
-    #: Where the executor's own lines go (set by :func:`lipgan.study.runner.execute`).
-    log = staticmethod(lambda line: None)
-
-    def describe(self) -> str:
-        raise NotImplementedError
-
-    def start(self) -> None:
-        """Connect (called once, before the study's stop handlers are installed)."""
-
-    def run(self, out: Path, cells: list[Cell], threads: int) -> Iterator[tuple[Cell, dict | None]]:
-        raise NotImplementedError
-
-    def request_stop(self, signum: int, frame=None) -> None:
-        raise NotImplementedError
-
-
 class LocalExecutor(Executor):
     """``jobs`` cells at a time, each a child process of this one: a thread per running cell waits
     on its process (the pool moved unchanged out of :func:`lipgan.study.runner.run_cells`)."""
 
+    name = "local"
+    description = "A process pool on this machine, one process per cell (--jobs at a time)."
+    accepts = frozenset({"jobs"})
+
     def __init__(self, jobs: int):
         self.jobs = jobs
         self.processes = CellProcesses()
+
+    @classmethod
+    def from_options(cls, jobs: int | None = None) -> LocalExecutor:
+        return cls(jobs or default_jobs()[0])
 
     @property
     def signum(self) -> int | None:
@@ -172,8 +160,16 @@ class RayExecutor(Executor):
     once, and their cells, orphaned, stop themselves the same way where they can.
     """
 
+    name = "ray"
+    description = "One Ray task per cell, on a local Ray instance or a cluster (lipgan[ray])."
+    accepts = frozenset({"ray_address", "cell_resources", "storage"})
     #: The command-line option that chose this executor (for the one-line errors).
     option = "--executor ray"
+
+    @classmethod
+    def from_options(cls, ray_address=None, cell_resources=None, storage=None):
+        resources = parse_resources(cell_resources) if cell_resources else None
+        return cls(address=ray_address, resources=resources, storage=storage)
 
     def __init__(self, address: str | None = None, resources=None, storage=None):
         self.ray = import_ray(self.option)

@@ -1,17 +1,13 @@
-"""What a tuned study searches: one table of hyper-parameter ranges per constraint, and the draw.
+"""What a tuned study searches: each constraint's own ranges, and the draw.
 
 The protocol is Lucic et al. 2018, "Are GANs Created Equal?" (NeurIPS; google/compare_gan v1,
 ``compare_gan/src/params.py``, ``GetDefaultWideRange`` and the per-GAN ranges): for every method
 the same number of configurations is drawn at random from its ranges, each trained once, and the
-best is then re-run over seeds. The shared ranges are compare_gan's wide ones:
+best is then re-run over seeds.
 
-* learning rate (both players): log-uniform on [1e-5, 1e-2];
-* Adam β₁: uniform on [0, 1];
-* critic updates per generator update: 1 or 5;
-
-plus Adam β₂ ∈ {0.9, 0.999}, WGAN-GP's (Gulrajani et al. 2017) and Adam's default, which SNGAN
-(Miyato et al. 2018, Table 1) found to matter for spectral norm. Each constraint adds its own
-parameter, with the range its paper used or compare_gan's for the same kind of weight:
+The ranges belong to the constraints: each tunable class declares ``search_space`` (and
+``search_fixed``), with the range types and compare_gan's shared tables of
+:mod:`lipgan.search_space`. The built-ins' choices, with their sources:
 
 * penalty weights (gradient penalty λ, Lipschitz penalty λ, DRAGAN λ, R1 γ): log-uniform on
   [0.1, 100] (compare_gan ``lambda``: 10^[−1, 2]);
@@ -22,107 +18,84 @@ parameter, with the range its paper used or compare_gan's for the same kind of w
 * spectral norm (one power iteration, Miyato et al. 2018), Björck and AOL (with MaxMin, as their
   papers train them) have no parameter of their own.
 
+A third-party constraint enters ``lipgan tune`` the same way, by declaring ``search_space``; one
+without is left out of a default tune (with a line saying so) and refused by name in one line.
+
 A draw is a pure function of (constraint name, config index): config 7 of ``gradient_penalty`` is
 the same on every machine, for every data set and whatever the number of configs asked, so adding
-configs to a search reuses the trials already run. Pure Python: no TensorFlow here.
+configs to a search reuses the trials already run.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
+import functools
 import zlib
 
 import numpy as np
 
 from lipgan.errors import ConfigError
-
-
-@dataclasses.dataclass(frozen=True)
-class LogUniform:
-    low: float
-    high: float
-
-    def draw(self, rng: np.random.Generator) -> float:
-        return float(math.exp(rng.uniform(math.log(self.low), math.log(self.high))))
-
-    def describe(self) -> str:
-        return f"log-uniform [{self.low:g}, {self.high:g}]"
-
-
-@dataclasses.dataclass(frozen=True)
-class Uniform:
-    low: float
-    high: float
-
-    def draw(self, rng: np.random.Generator) -> float:
-        return float(rng.uniform(self.low, self.high))
-
-    def describe(self) -> str:
-        return f"uniform [{self.low:g}, {self.high:g}]"
-
-
-@dataclasses.dataclass(frozen=True)
-class Choice:
-    values: tuple
-
-    def draw(self, rng: np.random.Generator):
-        return self.values[int(rng.integers(len(self.values)))]
-
-    def describe(self) -> str:
-        return "one of {" + ", ".join(f"{v:g}" for v in self.values) + "}"
-
-
-#: compare_gan's wide ranges (see the module docstring), shared by every Adam-trained constraint.
-ADAM = {
-    "learning_rate": LogUniform(1e-5, 1e-2),
-    "beta_1": Uniform(0.0, 1.0),
-    "beta_2": Choice((0.9, 0.999)),
-    "n_critic": Choice((1, 5)),
-}
-#: Weight clipping trains with RMSProp (no β).
-RMSPROP = {"learning_rate": LogUniform(1e-5, 1e-2), "n_critic": Choice((1, 5))}
-PENALTY_WEIGHT = LogUniform(0.1, 100.0)
-
-#: The one table: constraint name -> {parameter: range}. A constraint parameter is bound as
-#: ``<constraint>.<parameter>``; the shared ones are translated by :func:`bindings`.
-SPACES: dict[str, dict] = {
-    "gradient_penalty": {**ADAM, "weight": PENALTY_WEIGHT},
-    "lipschitz_penalty": {**ADAM, "weight": PENALTY_WEIGHT},
-    "dragan": {**ADAM, "weight": PENALTY_WEIGHT},
-    "r1": {**ADAM, "gamma": PENALTY_WEIGHT},
-    "weight_clip": {**RMSPROP, "c": LogUniform(1e-3, 1.0)},
-    "spectral_norm": dict(ADAM),
-    "bjorck": dict(ADAM),
-    "aol": dict(ADAM),
-}
-
-#: Settings every config of a constraint gets unchanged (see the module docstring).
-FIXED: dict[str, tuple[str, ...]] = {
-    "dragan": ("dragan.noise = 'reference'", "dragan.noise_scale = 0.5"),
-}
+from lipgan.search_space import OPTIMIZER_KEYS, check_space
 
 #: Where the drawn configs come from; a different value is a different search.
 SEARCH_SEED = 0x7E57
 
 
-def space(constraint: str) -> dict:
-    """The ranges of ``constraint`` (its name, without a SPEC's ``:key=value``)."""
-    if constraint not in SPACES:
+@functools.cache
+def _default_registry():
+    from lipgan.plugins import load_registry
+
+    return load_registry().registry
+
+
+def _class(constraint: str, registry=None) -> type:
+    return (registry or _default_registry()).get("constraint", constraint)
+
+
+def tunable(registry=None) -> tuple[list[str], dict[str, str]]:
+    """``(names with a search space, {name: why it is left out})`` over the registered constraints."""
+    registry = registry or _default_registry()
+    names, left_out = [], {}
+    for name in registry.names("constraint"):
+        cls = registry.get("constraint", name)
+        try:
+            if cls.search_space is None:
+                raise ValueError(f"{cls.__qualname__} declares no search_space")
+            check_space(name, cls.search_space)
+            names.append(name)
+        except ValueError as exc:
+            left_out[name] = str(exc)
+    return names, left_out
+
+
+def space(constraint: str, registry=None) -> dict:
+    """The ranges of ``constraint`` (its name, without a SPEC's ``:key=value``): its class's
+    ``search_space``; one line when it has none."""
+    cls = _class(constraint, registry)
+    if cls.search_space is None:
         raise ConfigError(
-            f"no search space for constraint {constraint!r}; tunable: {', '.join(SPACES)} "
-            "(add a row to lipgan.study.search.SPACES)"
+            f"constraint {constraint!r} has no search space, so lipgan tune cannot search it; "
+            f"give {cls.__module__}.{cls.__qualname__} a class attribute search_space "
+            "(see lipgan.search_space)"
         )
-    return SPACES[constraint]
+    try:
+        check_space(constraint, cls.search_space)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return dict(cls.search_space)
 
 
-def draw(constraint: str, index: int) -> dict:
+def fixed(constraint: str, registry=None) -> tuple[str, ...]:
+    """Gin bindings every config of ``constraint`` gets unchanged (its ``search_fixed``)."""
+    return tuple(_class(constraint, registry).search_fixed)
+
+
+def draw(constraint: str, index: int, registry=None) -> dict:
     """Config ``index`` of ``constraint``: ``{parameter: value}`` (see the module docstring)."""
     rng = np.random.default_rng([SEARCH_SEED, zlib.crc32(constraint.encode()), int(index)])
-    return {name: r.draw(rng) for name, r in space(constraint).items()}
+    return {name: r.draw(rng) for name, r in space(constraint, registry).items()}
 
 
-def bindings(constraint: str, config: dict, steps: int) -> tuple[str, ...]:
+def bindings(constraint: str, config: dict, steps: int, registry=None) -> tuple[str, ...]:
     """The gin bindings of ``config`` for a run of ``steps`` iterations on a shipped toy config
     (the ring and grid configs' Adam with linear decay to 0; weight clipping's RMSProp).
 
@@ -149,9 +122,10 @@ def bindings(constraint: str, config: dict, steps: int) -> tuple[str, ...]:
             f"critic/RMSprop.learning_rate = {lr!r}",
             f"generator/RMSprop.learning_rate = {lr!r}",
         ]
-    shared = set(ADAM) | set(RMSPROP)
-    out += [f"{constraint}.{k} = {float(v)!r}" for k, v in config.items() if k not in shared]
-    return (*FIXED.get(constraint, ()), *out)
+    out += [
+        f"{constraint}.{k} = {float(v)!r}" for k, v in config.items() if k not in OPTIMIZER_KEYS
+    ]
+    return (*fixed(constraint, registry), *out)
 
 
 def describe(config: dict) -> str:

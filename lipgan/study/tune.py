@@ -103,7 +103,18 @@ def default_constraints(registry) -> list[str]:
     with MaxMin: :func:`lipgan.study.spec.default_constraints`)."""
     from lipgan.study.spec import default_constraints as every
 
-    return [c for c in every(registry) if constraint_name(c) in search.SPACES]
+    names = set(search.tunable(registry)[0])
+    return [c for c in every(registry) if constraint_name(c) in names]
+
+
+def left_out(registry) -> list[str]:
+    """One line per registered constraint a default tune leaves out, and why (``none``, the
+    unconstrained baseline, is never searched and not listed)."""
+    return [
+        f"lipgan tune leaves out constraint {name!r}: {why}"
+        for name, why in search.tunable(registry)[1].items()
+        if name != "none"
+    ]
 
 
 def constraint_name(spec: str) -> str:

@@ -126,6 +126,9 @@ class TuneExecutor(RayExecutor):
         res = ",".join(f"{k}={v:g}" for k, v in self.resources.items())
         return f"Ray Tune trials ({res} each) on {self.address or 'Ray default address'}"
 
+    name = "tune"
+    description = "One Ray Tune trial per cell (lipgan tune only; lipgan[ray])."
+    commands = frozenset({"tune"})
     _stop_sent = False
     option = "--executor tune"
 

@@ -258,7 +258,7 @@ def markdown(
     for constraint in spec.constraints:
         name = constraint.split(":")[0]
         ranges = ", ".join(f"{k}: {r.describe()}" for k, r in search.space(name).items())
-        fixed = "; ".join(search.FIXED.get(name, ()))
+        fixed = "; ".join(search.fixed(name))
         lines.append(f"- **{name}**: {ranges}" + (f"; fixed: {fixed}" if fixed else ""))
     lines += [
         "",

@@ -12,6 +12,7 @@ from lipgan import Constraint, hookimpl
 
 # The shared, numerically safe ‖∇ₓD(x)‖ (nested tape, sqrt(Σg² + 1e-12)) from lipgan's own plugins.
 from lipgan.penalties import per_example_gradient_norm
+from lipgan.search_space import ADAM, LogUniform
 
 __version__ = "0.1.0"
 
@@ -21,6 +22,9 @@ class MaxGradientNorm(Constraint):
 
     name = "max_gradient_norm"
     description = "weight·max(0, ‖∇D‖ − max_norm)² at real and fake samples (example plugin)."
+    #: What makes it tunable: ``lipgan tune`` draws configs from these ranges (the optimizer's
+    #: shared ones plus this constraint's own constructor arguments).
+    search_space = {**ADAM, "weight": LogUniform(0.1, 100.0), "max_norm": LogUniform(0.5, 2.0)}
 
     def __init__(self, weight: float = 10.0, max_norm: float = 1.0):
         if weight < 0 or max_norm <= 0:

@@ -81,3 +81,31 @@ def test_trains_from_gin(tmp_path):
         json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
     ]
     assert metrics[-1]["step"] == 2 and np.isfinite(metrics[-1]["penalty"])
+
+
+def test_its_search_space_makes_it_tunable():
+    from lipgan.plugins import load_registry
+    from lipgan.study import search, tune
+
+    registry = load_registry().registry
+    assert "max_gradient_norm" in search.tunable(registry)[0]
+    assert "max_gradient_norm" in tune.default_constraints(registry)
+    config = search.draw("max_gradient_norm", 3, registry)
+    assert 0.5 <= config["max_norm"] <= 2.0 and 0.1 <= config["weight"] <= 100.0
+    assert "max_gradient_norm.max_norm = " + repr(config["max_norm"]) in search.bindings(
+        "max_gradient_norm", config, 100, registry
+    )
+
+
+@pytest.mark.slow
+def test_a_tiny_tune_searches_it(tmp_path):
+    out = tmp_path / "tuned"
+    proc = lipgan(
+        "tune", "--constraint", "max_gradient_norm", "--dataset", "8gaussians", "--configs", "2",
+        "--search-steps", "5", "--seeds", "1", "--steps", "5", "--eval-every", "5",
+        "--jobs", "1", "--quiet", "--out", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    chosen = json.loads((out / "chosen.json").read_text())
+    assert [c["constraint"] for c in chosen] == ["max_gradient_norm"]
+    assert "max_norm" in chosen[0]["config"]

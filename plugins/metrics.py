@@ -1,0 +1,107 @@
+"""The built-in metrics, registered through ``lipgan_register_metrics`` as a third party's are.
+
+Each says which data it applies to; ``lipgan eval`` (and every periodic evaluation) computes all
+that apply unless ``--metric NAME`` picks some. What each value means, and its floor: docs/metrics.md.
+"""
+
+from lipgan import hookimpl
+from lipgan.metric import EvalData, Metric
+
+
+def _unprefixed(values: dict) -> dict:
+    return {k.removeprefix("eval/"): v for k, v in values.items()}
+
+
+class CriticWasserstein(Metric):
+    """The critic's own estimate of W1: mean D(real) − mean D(fake)."""
+
+    name = "critic_wasserstein"
+    description = "The critic's W1 estimate, E D(real) − E D(fake) (every data)."
+
+    def compute(self, data: EvalData) -> dict:
+        from lipgan.evaluation import critic_wasserstein
+
+        return {"critic_wasserstein": critic_wasserstein(data.critic, data.real, data.fake)}
+
+
+class ToyMetrics(Metric):
+    """PacGAN's mode metrics and the exact W1 on lipgan's toy sets."""
+
+    name = "toy"
+    description = "Modes, high quality, reverse KL (PacGAN) and exact W1 with its floor (toy sets)."
+
+    def applies(self, data: EvalData) -> bool:
+        return data.toy is not None
+
+    def compute(self, data: EvalData) -> dict:
+        from lipgan.metrics.toy import toy_metrics
+
+        return toy_metrics(data.toy, data.fake, data.real, floor=data.w1_floor)
+
+
+class DataW1(Metric):
+    """W1 to the data, with its real-vs-real floor, on data lipgan has no other metric for."""
+
+    name = "data_w1"
+    description = "W1 to the data and its real-vs-real floor (data with no metric of its own)."
+    needs_more_real = True
+
+    def applies(self, data: EvalData) -> bool:
+        return data.toy is None and not (data.is_image and (data.digits or data.inception_weights))
+
+    def compute(self, data: EvalData) -> dict:
+        from lipgan.evaluation import data_w1
+
+        return _unprefixed(data_w1(data.fake, data.real, data.real_again()))
+
+
+class DigitsMetrics(Metric):
+    """Fréchet distance and KID on the digits classifier's features, and the classes covered."""
+
+    name = "digits"
+    description = (
+        "Digits classifier: FD and KID (feature units²), classes covered, class reverse KL."
+    )
+
+    def applies(self, data: EvalData) -> bool:
+        return data.is_image and data.digits
+
+    def compute(self, data: EvalData) -> dict:
+        from lipgan.metrics import images
+
+        classifier = images.digits_classifier(data.data_dir)
+        real_digits, _ = images.real_digits("train")
+        a = images.digits_features(real_digits, classifier)
+        b = images.digits_features(data.fake, classifier)
+        return {
+            "digits_fd": images.frechet_distance(a, b),
+            "digits_kid": images.kid(a, b, num_subsets=20)[0],
+            **images.class_metrics(data.fake, classifier),
+        }
+
+
+class KerasInception(Metric):
+    """FD and KID on Keras' InceptionV3 pool features (not FID's network: docs/metrics.md)."""
+
+    name = "keras_inception"
+    description = "FD/KID on Keras' InceptionV3 from a local weights file (images)."
+
+    def applies(self, data: EvalData) -> bool:
+        return data.is_image and bool(data.inception_weights)
+
+    def compute(self, data: EvalData) -> dict:
+        from lipgan.metrics import images
+
+        model = images.load_inception(data.inception_weights)
+        a = images.inception_features(data.real, model)
+        b = images.inception_features(data.fake, model)
+        return {
+            "fid": images.frechet_distance(a, b),
+            "kid": images.kid(a, b, num_subsets=20)[0],
+        }
+
+
+@hookimpl
+def lipgan_register_metrics(register):
+    for cls in (CriticWasserstein, ToyMetrics, DataW1, DigitsMetrics, KerasInception):
+        register(cls)
