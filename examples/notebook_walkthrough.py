@@ -18,7 +18,7 @@ Each ``# %%`` block is one notebook cell (VS Code and Jupytext run them as cells
 
 A custom layer works the same once it is registered (``@keras.saving.register_keras_serializable()``)
 in a module the CLI can import; one defined in the notebook itself is named in a note instead.
-``tests/test_notebook_script.py`` runs this file and checks every cell's output.
+``tests/test_notebook_walkthrough.py`` runs this file and checks every cell's output.
 """
 
 import subprocess

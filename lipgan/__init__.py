@@ -21,9 +21,9 @@ _LAZY = {
     "StrategyUnavailable": "lipgan.strategy",
     "Trainer": "lipgan.trainer",
     "TrainState": "lipgan.train_state",
-    "Intervals": "lipgan.trainer",
+    "Intervals": "lipgan.step_config",
     "Callback": "lipgan.callbacks",
-    "StepConfig": "lipgan.engine",
+    "StepConfig": "lipgan.step_config",
 }
 
 #: Subpackages reachable as attributes (``lipgan.models.mlp_critic``), imported on first use.

@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from lipgan.train_state import TrainState
 
+#: The per-iteration losses the engine computes and every logged row holds (the progress line
+#: shows them; kept here, free of TensorFlow, so both can import it).
+METRICS = ("critic_loss", "wasserstein", "penalty", "generator_loss")
+
 
 class Callback:
     """Subclass and override the hooks you need (each does nothing by default).

@@ -111,11 +111,30 @@ def configurable_error(text: str, summary: str) -> str:
 def cli(ctx: click.Context, verbose: bool) -> None:
     """lipgan: Wasserstein GANs with pluggable Lipschitz constraints."""
     verbose = verbose or "--verbose" in sys.argv[1:]  # also accepted after the command name
+    _notices_as_lines()
     ctx.meta["lipgan.verbose"] = verbose  # for commands whose worker processes import TF
     if not verbose:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     if ctx.invoked_subcommand is not None and "--help" not in sys.argv[1:]:
         _import_tensorflow(verbose)
+
+
+def _notices_as_lines() -> None:
+    """Print lipgan's notices (:class:`lipgan.errors.LipganWarning`) as their one line on stderr,
+    not as Python's ``file:line: Category: message`` and source line; other warnings as usual."""
+    import warnings
+
+    from lipgan.errors import LipganWarning
+
+    original = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, LipganWarning):
+            print(message, file=file or sys.stderr, flush=True)
+        else:
+            original(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
 
 
 def _default_run_dir(gin_files) -> Path:

@@ -22,6 +22,7 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
+from lipgan.callbacks import METRICS
 from lipgan.constraint import Constraint, StepContext
 from lipgan.errors import ConfigError, NonFiniteLossError, PluginError
 from lipgan.jit import resolve_jit_compile
@@ -31,8 +32,6 @@ from lipgan.step_config import (
     check_bfloat16_support,
     dtype_policy,
 )
-
-METRICS = ("critic_loss", "wasserstein", "penalty", "generator_loss")
 
 #: What the non-finite guard watches in each critic update, then in the generator update, in the order
 #: they are computed. ``critic loss`` is the Wasserstein term alone, so a NaN penalty is blamed on the

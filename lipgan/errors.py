@@ -3,6 +3,10 @@
 Anything a user can cause (a config typo, a missing dataset, no TPU) raises a subclass of
 :class:`LipganError`. The CLI prints its message on one line and exits non-zero without a traceback,
 so every message must say what went wrong *and* what to do about it.
+
+Notices that are not errors (a hint, a note about seeding) are :class:`LipganWarning` warnings, so a
+user filters them the Python way (``warnings.filterwarnings("ignore", category=LipganWarning)``);
+the CLI prints each as its one line.
 """
 
 import re
@@ -22,6 +26,10 @@ class LipganError(Exception):
 
     def __init__(self, message: str):
         super().__init__(" ".join(str(message).split()))
+
+
+class LipganWarning(UserWarning):
+    """A notice to the user (a hint or a note), issued with :func:`warnings.warn`."""
 
 
 class ConfigError(LipganError):

@@ -7,12 +7,13 @@ mirrored). These helpers make one from the other and say in one line what cannot
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import keras
 import tensorflow as tf
 
-from lipgan.errors import ConfigError
+from lipgan.errors import ConfigError, LipganWarning
 from lipgan.strategy import StrategyPlugin
 
 
@@ -54,10 +55,11 @@ GIVEN_WEIGHTS_NOTE = (
 _noted: set[str] = set()
 
 
-def note_once(text: str, write: Callable[[str], None] = print) -> None:
+def note_once(text: str) -> None:
+    """Warn (:class:`lipgan.errors.LipganWarning`) with ``text`` once per process."""
     if text not in _noted:
         _noted.add(text)
-        write(text)
+        warnings.warn(text, LipganWarning, stacklevel=4)
 
 
 def model_factory(model, what: str) -> Callable:

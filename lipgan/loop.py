@@ -253,23 +253,6 @@ class TrainingLoop:
             for callback in self.callbacks:
                 callback.on_checkpoint(done, self.checkpoint.latest)
 
-    def write_missing_row(self, start: int) -> None:
-        """Measure the restored step again when its row is missing from ``metrics.jsonl``.
-
-        Runs written before rows were logged ahead of their checkpoint can hold ckpt-N without row
-        N (a kill or a failed evaluation between the two). Evaluation and diagnostics depend only
-        on the restored models, so they are recomputed; the losses of that step are not.
-        """
-        if self.rundir is None or not start or self.rundir.has_row(start):
-            return
-        due = lambda every: every and start % every == 0  # noqa: E731
-        if not (due(self.eval_every) or due(self.diagnostics_every)):
-            return
-        logged = self.measurements(start, due)
-        if logged:
-            self.progress.message(f"metrics.jsonl had no row for step {start}: measured it again")
-            self.record(start, logged)
-
     def run(
         self,
         run_dir,
@@ -278,12 +261,6 @@ class TrainingLoop:
         settings: dict,
     ) -> TrainState:
         start = self.open(run_dir, force, settings)
-        try:
-            self.write_missing_row(start)
-        except BaseException:
-            if self.rundir is not None:
-                self.rundir.close()
-            raise
         plot_samples = self.intervals.plot_samples
         done, last = start, {}
         if start >= self.steps:

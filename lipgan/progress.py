@@ -13,10 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from lipgan.callbacks import Callback
-
-#: The per-iteration losses a progress line shows (lipgan.engine.METRICS, without importing TF).
-METRICS = ("critic_loss", "wasserstein", "penalty", "generator_loss")
+from lipgan.callbacks import METRICS, Callback
 
 
 def format_metrics(metrics: dict, keys) -> str:

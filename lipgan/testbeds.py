@@ -79,12 +79,6 @@ ABSOLUTE_VALUE = DualProblem(
 CONE = DualProblem("cone", (0.0, 0.0), 0.0, (0.0, 0.0), 1.0, math.sqrt(math.pi / 2.0), "-‖x‖")
 PROBLEMS = {p.name: p for p in (FIXED_PAIR, ABSOLUTE_VALUE, CONE)}
 
-#: The fixed pair's means, std and true W1 (the names older tests use).
-REAL_MEAN = FIXED_PAIR.real_mean
-FAKE_MEAN = FIXED_PAIR.fake_mean
-STD = FIXED_PAIR.real_std
-TRUE_W1 = FIXED_PAIR.true_w1
-
 
 def gp_optimum(weight: float, target: float = 1.0) -> tuple[float, float]:
     """(‖∇D‖, critic gap) of the best linear critic under weight·(‖∇D‖ − γ)²/γ² on the pair.
@@ -92,7 +86,7 @@ def gp_optimum(weight: float, target: float = 1.0) -> tuple[float, float]:
     That is ``gradient_penalty``'s convention (ProGAN's and TF-GAN's): a slope s earns
     d·s − (λ/γ²)(s − γ)², maximal at s = γ + d·γ²/(2λ), with d the distance between the means.
     """
-    distance = FAKE_MEAN[0] - REAL_MEAN[0]
+    distance = FIXED_PAIR.fake_mean[0] - FIXED_PAIR.real_mean[0]
     slope = target + distance * target**2 / (2.0 * weight)
     return slope, slope * distance
 
@@ -142,7 +136,9 @@ class FixedPairResult:
     grad_norm: float  # mean ‖∇D‖ at interpolates between fresh real and fake samples
     critic_gap: float  # E D(real) − E D(fake) on fresh samples
     wgan: WGAN
-    w1: float = TRUE_W1  # the problem's W1 on those samples (exact for point-mass problems)
+    w1: float = (
+        FIXED_PAIR.true_w1
+    )  # the problem's W1 on those samples (exact for point-mass problems)
 
 
 def fit_critic(
@@ -199,8 +195,13 @@ def critic_gaps(critic, n: int = 256, seed: int = 5) -> dict:
     three times; a batch-norm critic does not (``docs/plugins.md``, "no batch norm").
     """
     probe = np.random.default_rng(seed)
-    real = (np.asarray(REAL_MEAN) + STD * probe.standard_normal((n, 2))).astype("float32")
-    fake = (np.asarray(FAKE_MEAN) + STD * probe.standard_normal((n, 2))).astype("float32")
+    pair = FIXED_PAIR
+    real = (np.asarray(pair.real_mean) + pair.real_std * probe.standard_normal((n, 2))).astype(
+        "float32"
+    )
+    fake = (np.asarray(pair.fake_mean) + pair.real_std * probe.standard_normal((n, 2))).astype(
+        "float32"
+    )
 
     def mean(x, training):
         return float(tf.reduce_mean(critic(x, training=training)))

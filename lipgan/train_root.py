@@ -17,9 +17,9 @@ import dataclasses
 import inspect
 
 from lipgan.errors import ConfigError
-from lipgan.step_config import StepConfig
+from lipgan.step_config import Intervals, StepConfig
 from lipgan.train_state import TrainState
-from lipgan.trainer import Intervals, Trainer
+from lipgan.trainer import Trainer
 
 #: The one setting of ``train`` that is none of the API's: how many iterations ``lipgan run``
 #: trains when a config does not say (``train.steps``; ``fit(steps)`` takes it as an argument).

@@ -54,7 +54,7 @@ from lipgan.factories import (
 from lipgan.loop import TrainingLoop
 from lipgan.ranges import check_bool, check_int
 from lipgan.settings import check_ranges, data_fingerprint, optimizer_settings, trainer_settings
-from lipgan.step_config import Intervals, StepConfig  # noqa: F401 - Intervals: public here too
+from lipgan.step_config import Intervals, StepConfig
 from lipgan.train_state import TrainState
 from lipgan.training_input import TrainingInput
 

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 HEAVIEST_FIRST = (
     "tests/test_study.py",
     "@replica_probes",
-    "tests/test_notebook_script.py",
+    "tests/test_notebook_walkthrough.py",
     "tests/test_study_curve.py",
     "tests/test_lifecycle.py",
     "tests/test_fig1.py",

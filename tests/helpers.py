@@ -33,6 +33,24 @@ def wait_until(condition, what: str, seconds: float = BOUNDED_S, poll: float = 0
         time.sleep(poll)
 
 
+#: Seconds a child process may take to reach a point it is waited for (a TensorFlow start, the
+#: first rows of a tiny run): generous on 2 busy cores; a test never passes by reaching it.
+CHILD_S = 300
+
+
+def wait_while_running(proc, condition, what: str, seconds: float = CHILD_S, poll=0.05) -> bool:
+    """Poll ``condition()`` while ``proc`` runs: True once it holds, False when ``proc`` ended
+    first (the caller says why that is wrong); the test fails at the deadline, never passes."""
+    deadline = time.monotonic() + seconds
+    while proc.poll() is None:
+        if condition():
+            return True
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {seconds:g} s")
+        time.sleep(poll)
+    return bool(condition())
+
+
 def returns_within(fn, seconds: float = BOUNDED_S):
     """``fn()``'s value, or its exception re-raised, calling it in a daemon thread and waiting at
     most ``seconds``: a call that its own timeout should end fails the test instead of hanging it.

@@ -6,7 +6,6 @@ because that is what a user (or a scheduler) kills.
 
 import json
 import signal
-import time
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,7 @@ import tensorflow as tf
 
 from tests.conftest import finish, start_python
 from tests.fake_dists import make_dist
-from tests.helpers import CLI, TINY, drawn_points, gin_config, invoke
+from tests.helpers import CLI, TINY, drawn_points, gin_config, invoke, wait_while_running
 
 
 def one_line_error(result, *fragments):
@@ -90,14 +89,16 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path):
     killed_dir = tmp_path / "killed"
     args = ["-c", CLI, "run", *bindings, "--run-dir", killed_dir]
     proc = start_python(*args)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if (killed_dir / "checkpoints").is_dir() and any(
-            s >= 20 for s in checkpoint_steps(killed_dir)
-        ):
-            break
-        time.sleep(0.01)
-    assert proc.poll() is None, "the run finished before it could be killed; make it longer"
+    reached = wait_while_running(
+        proc,
+        lambda: (
+            (killed_dir / "checkpoints").is_dir()
+            and any(s >= 20 for s in checkpoint_steps(killed_dir))
+        ),
+        "a checkpoint at step >= 20",
+        poll=0.01,
+    )
+    assert reached and proc.poll() is None, "the run finished before it could be killed"
     proc.send_signal(signal.SIGKILL)
     finish(proc)
     assert proc.returncode == -signal.SIGKILL
@@ -136,7 +137,7 @@ for args in json.loads(sys.argv[1]):
 
 @pytest.mark.slow
 def test_sigkill_then_resume_across_checkpoint_input_and_strategy_changes(tmp_path):
-    """Issue 27: the kill -9 test again, with the segments changing what they checkpoint.
+    """The kill -9 test again, with the segments changing what they checkpoint.
 
     Killed without the input position, continued under another strategy (mirrored: its input
     cannot be checkpointed, so it fast-forwards), then back on the default strategy (fast-forwards
@@ -156,12 +157,16 @@ def test_sigkill_then_resume_across_checkpoint_input_and_strategy_changes(tmp_pa
     killed = start_python(
         *run, "--bind", f"train.steps={steps}", "--bind", "train.checkpoint_input=False"
     )
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and killed.poll() is None:
-        if (split / "checkpoints").is_dir() and any(s >= 10 for s in checkpoint_steps(split)):
-            break
-        time.sleep(0.01)
-    assert killed.poll() is None, "the run finished before it could be killed"
+    reached = wait_while_running(
+        killed,
+        lambda: (split / "checkpoints").is_dir() and any(s >= 10 for s in checkpoint_steps(split)),
+        "a checkpoint at step >= 10",
+        poll=0.01,
+    )
+    # Frozen at once, then killed: the run cannot write more checkpoints between the check and
+    # the kill (it could reach step 30, the next segment's end, on a fast machine otherwise).
+    killed.send_signal(signal.SIGSTOP)
+    assert reached and killed.poll() is None, "the run finished before it could be killed"
     killed.send_signal(signal.SIGKILL)
     finish(killed)
     first = max(checkpoint_steps(split))
@@ -239,13 +244,11 @@ def test_signal_saves_a_checkpoint_and_says_how_to_resume(tmp_path, sig):
         "--run-dir",
         run_dir,
     )
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if (run_dir / "metrics.jsonl").is_file() and (
-            run_dir / "metrics.jsonl"
-        ).read_text().strip():
-            break
-        time.sleep(0.05)
+    rows = run_dir / "metrics.jsonl"
+    started = wait_while_running(
+        proc, lambda: rows.is_file() and rows.read_text().strip(), "a first metrics row"
+    )
+    assert started, f"the run ended before its signal: {finish(proc).stderr[-2000:]}"
     proc.send_signal(sig)
     result = finish(proc, timeout=120)
     assert result.returncode == 128 + sig, result.stderr[-2000:]

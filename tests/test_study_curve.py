@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from lipgan.study.curve import CURVE_FILE, Curve, points, read
-from tests.helpers import HANG_S
+from tests.helpers import HANG_S, wait_while_running
 
 TINY_CELL = [
     "mlp_critic.width = 16",
@@ -74,7 +74,6 @@ def test_a_stopped_cell_resumes_and_its_curve_continues(tmp_path):
     """SIGTERM mid-run (what the study sends its cells): the cell saves a checkpoint, marks its
     clock and writes no result; the same cell re-run continues both the run and the curve."""
     import signal
-    import time
 
     # Few host-loop stops: checkpoints only on the signal and at the end.
     extra = ["train.checkpoint_every = 0", "train.log_every = 50", "train.steps_per_execution = 10"]
@@ -82,11 +81,10 @@ def test_a_stopped_cell_resumes_and_its_curve_continues(tmp_path):
     run_dir = tmp_path / "r"
     args = [sys.executable, "-m", "lipgan.study.cell", str(cell_file), str(run_dir)]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + HANG_S
-    while time.monotonic() < deadline and proc.poll() is None:
-        if len(points(read(run_dir))) >= 3:
-            break
-        time.sleep(0.05)
+    reached = wait_while_running(
+        proc, lambda: len(points(read(run_dir))) >= 3, "three curve points", seconds=HANG_S
+    )
+    assert reached, f"the cell ended before its signal: {proc.communicate()[1][-3000:]}"
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]

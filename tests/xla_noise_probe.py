@@ -1,4 +1,4 @@
-"""A short XLA-compiled fit, for tests/test_notebook_script.py::test_a_compiled_fit_logs_no_assert_noise.
+"""A short XLA-compiled fit, for tests/test_notebook_walkthrough.py::test_a_compiled_fit_logs_no_assert_noise.
 
 Run as a child (``python -m tests.xla_noise_probe``) with TensorFlow's C++ log on: XLA writes one
 "Ignoring Assert operator" line for each Assert op in a compiled graph, at compile time.

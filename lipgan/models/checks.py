@@ -5,10 +5,11 @@
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 import keras
+
+from lipgan.errors import LipganWarning
 
 
 def sublayers(model) -> list:
@@ -53,7 +54,7 @@ def warn_if_batch_norm(critic, constraint_name: str) -> bool:
             "trains the generator against it in inference mode, so with batch statistics these are "
             "different functions: use LayerNormalization or no normalization in the critic "
             "(Gulrajani et al. 2017, Sec. 4)",
-            UserWarning,
+            LipganWarning,
             stacklevel=2,
         )
     return bool(names)
@@ -80,14 +81,14 @@ def hint_if_relu(critic, constraint_name: str) -> bool:
     )
     if relus and constraint_name not in _HINTED:
         _HINTED.add(constraint_name)
-        print(
+        warnings.warn(
             f"hint: {constraint_name}: the critic uses (leaky) ReLU ({', '.join(relus[:3])}"
             f"{', ...' if len(relus) > 3 else ''}); with norm-constrained weights ReLU loses "
             "gradient norm, so a MaxMin/GroupSort activation is recommended (e.g. "
             "lipgan.models.mlp_critic(..., activation='maxmin'); Anil et al. 2019, \"Sorting out "
             'Lipschitz function approximation")',
-            file=sys.stderr,
-            flush=True,
+            LipganWarning,
+            stacklevel=2,
         )
     return bool(relus)
 

@@ -1,4 +1,4 @@
-"""Issue 25's "done when": examples/notebook_walkthrough.py, a researcher's notebook as a script,
+"""examples/notebook_walkthrough.py, a researcher's notebook as a script,
 runs every point in a child process (a fresh TensorFlow, as a user's kernel is): tfds-style dict
 data and own models, fit(verbose=0), the CLI's eval/audit/sample/run --resume on the run dir it
 wrote, and each bad input refused with one line."""

@@ -22,6 +22,7 @@ from tests.helpers import (
     invoke,
     returns_within,
     wait_until,
+    wait_while_running,
 )
 from tests.test_lifecycle import checkpoint_steps, one_line_error, snapshot, train
 
@@ -81,11 +82,8 @@ def start_run(run_dir, steps):
         run_dir,
     )
     metrics = run_dir / "metrics.jsonl"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if metrics.is_file() and metrics.read_text().strip():
-            return proc
-        time.sleep(0.05)
+    if wait_while_running(proc, lambda: metrics.is_file() and metrics.read_text().strip(), "a row"):
+        return proc
     raise AssertionError(f"the run did not start: {finish(proc).stderr[-2000:]}")
 
 
