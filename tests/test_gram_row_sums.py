@@ -67,9 +67,8 @@ def test_conv_rescaling_costs_the_dft_form_not_the_row_pair_products():
     f = (2 * kh - 1) * (2 * kw - 1) // 2 + 1  # frequencies kept
     products = 3 * f * cin * cin * cout  # RRᵀ, IIᵀ, RIᵀ per frequency
     dfts = 2 * f * kh * kw * cin * cout + 2 * f * f * cin * cin
-    row_pairs = (
-        kw * kw * cin * cin * cout * kh * (kh + 1) // 2
-    )  # the form AOL was computed in before the DFT form
+    # the form AOL was computed in before the DFT form
+    row_pairs = kw * kw * cin * cin * cout * kh * (kh + 1) // 2
     flops = graph_flops(conv_gram_channel_matrix, tf.zeros((kh, kw, cin, cout)))
     assert flops <= 1.1 * 2 * (products + dfts)
     assert flops <= 0.6 * 2 * row_pairs
