@@ -47,6 +47,36 @@ from lipgan.cli_shared import check_constraints, executor_options, make_executor
     help="Iterations of each search trial (its learning-rate decay stretched to them).",
 )
 @click.option(
+    "--search",
+    "search_kind",
+    type=click.Choice(["random", "halving"]),
+    default="random",
+    show_default=True,
+    help="random: every config once at --search-steps (Lucic et al.); halving: successive "
+    "halving to the full budget, --search-seeds seeds per config (docs/study.md).",
+)
+@click.option(
+    "--eta",
+    type=click.IntRange(min=2),
+    default=3,
+    show_default=True,
+    help="Halving: keep the best 1/eta of the configs at each rung.",
+)
+@click.option(
+    "--rungs",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Halving: rungs, each eta times the budget of the last; the last is the full budget.",
+)
+@click.option(
+    "--search-seeds",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Halving: seeds of every config at every rung (their mean decides).",
+)
+@click.option(
     "--seeds",
     type=click.IntRange(min=1),
     default=5,
@@ -100,6 +130,10 @@ def tune(
     datasets,
     configs,
     search_steps,
+    search_kind,
+    eta,
+    rungs,
+    search_seeds,
     seeds,
     steps,
     eval_every,
@@ -136,6 +170,10 @@ def tune(
         steps=steps,
         eval_every=eval_every,
         bindings=tuple(bindings),
+        search=search_kind,
+        eta=eta,
+        rungs=rungs,
+        search_seeds=search_seeds,
     )
     spec.check()
     cells = make_executor(

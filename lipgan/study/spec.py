@@ -98,12 +98,17 @@ class Cell:
     #: run dir is named after it instead of the seed. None (a study's cell) is left out of
     #: :meth:`as_dict`, so the results recorded before it existed still match their cells.
     trial: int | None = None
+    #: A successive-halving trial's seed index (lipgan.study.halving): config ``trial`` runs once
+    #: per index, each in its own run dir. None, as ``trial``, is left out of :meth:`as_dict`.
+    trial_seed: int | None = None
 
     @property
     def name(self) -> str:
         """A run-dir name: the SPEC with characters a path should not hold replaced."""
         safe = "".join(c if c.isalnum() or c in "._=-" else "_" for c in self.constraint)
         leaf = f"config{self.trial:02d}" if self.trial is not None else f"seed{self.seed}"
+        if self.trial_seed is not None:
+            leaf += f"-seed{self.trial_seed}"
         return f"{self.dataset}/{safe}/{leaf}"
 
     @classmethod
@@ -113,8 +118,9 @@ class Cell:
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["bindings"] = list(self.bindings)
-        if self.trial is None:
-            del d["trial"]
+        for optional in ("trial", "trial_seed"):
+            if d[optional] is None:
+                del d[optional]
         return d
 
     def gin(self) -> tuple[list[str], list[str]]:

@@ -69,12 +69,28 @@ class TuneSpec:
     ema_start: int = EMA_START
     #: Extra gin bindings for every run (``--bind``), after the config's: they win.
     bindings: tuple[str, ...] = ()
+    #: ``random``: one run per config at ``search_steps`` (Lucic et al.); ``halving``: successive
+    #: halving to the full budget (:mod:`lipgan.study.halving`; ``search_steps`` unused).
+    search: str = "random"
+    #: Successive halving's η, rungs and seeds per config at every rung.
+    eta: int = 3
+    rungs: int = 3
+    search_seeds: int = 2
 
     def as_dict(self) -> dict:
         d = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
         if not self.bindings:  # as recorded before --bind existed: the same study resumes
             del d["bindings"]
+        if self.search == "random":  # as recorded before halving existed
+            for key in ("search", "eta", "rungs", "search_seeds"):
+                del d[key]
         return {"kind": "tune", **d}
+
+    @property
+    def halving(self):
+        from lipgan.study.halving import Halving
+
+        return Halving(self.eta, self.rungs, self.search_seeds)
 
     def check(self) -> None:
         from lipgan.bench.sweep import parse_spec
@@ -85,6 +101,9 @@ class TuneSpec:
             raise ConfigError("--configs, --search-steps, --seeds and --steps must be >= 1")
         if not self.constraints or not self.datasets:
             raise ConfigError("a tuned study needs at least one constraint and one data set")
+        if self.search not in ("random", "halving"):
+            raise ConfigError(f"--search must be random or halving, not {self.search!r}")
+        self.halving.check()
         for constraint in self.constraints:
             search.space(parse_spec(constraint)[0])  # one line for a constraint with no space
         for dataset in self.datasets:
@@ -286,21 +305,34 @@ def run_tune(
         log(what)
         return runner.execute(cells, where, executor=executor, threads=threads, log=log)
 
-    trials = search_cells(spec)
-    searched = run_or_read(
-        trials, out / "search", f"search: {len(trials)} trials ({spec.configs} configs per data "
-        "set and constraint)",
-    )  # fmt: skip
-    chosen = choose(spec, searched)
+    if spec.search == "halving":
+        from lipgan.study import halving
+
+        chosen, rungs, complete = halving.run_search(
+            spec, spec.halving, out, run_or_read, report_only
+        )
+        if not rungs:
+            raise ConfigError(
+                f"{out} holds no finished rung of this tuned study yet: nothing to report"
+            )
+        searched = halving.first_rung_as_search(rungs[0])
+    else:
+        trials = search_cells(spec)
+        searched = run_or_read(
+            trials, out / "search", f"search: {len(trials)} trials ({spec.configs} configs per "
+            "data set and constraint)",
+        )  # fmt: skip
+        chosen = choose(spec, searched)
+        complete = len(searched) == len(trials)
     final: dict[Cell, dict] = {}
-    if len(searched) == len(trials):
+    if complete:
         write_chosen(out, chosen)
         replicates = replicate_cells(spec, chosen)
         final = run_or_read(
             replicates, out / "final",
             f"replicates: {len(replicates)} runs ({spec.seeds} seeds per chosen config)",
         )  # fmt: skip
-    elif not searched:
+    elif not searched and spec.search == "random":
         raise ConfigError(
             f"{out} holds no finished trial of this tuned study yet: nothing to report"
         )

@@ -412,11 +412,14 @@ def write(
         "totals": total,
     }
     paths["json"].write_text(dumps(payload))
-    paths["markdown"].write_text(
-        markdown(
-            spec, search_rows, chosen, final_summary, references, command, bench, total, shared
-        )
+    text = markdown(
+        spec, search_rows, chosen, final_summary, references, command, bench, total, shared
     )
+    if getattr(spec, "search", "random") == "halving":
+        from lipgan.study import halving
+
+        text += halving.section(out, spec)
+    paths["markdown"].write_text(text)
     if search_rows:
         figure(paths["figure"], spec, search_rows)
     else:

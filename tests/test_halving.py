@@ -1,0 +1,129 @@
+"""Successive halving (lipgan.study.halving): the schedule and its cost in closed form, the choice
+and the promotions on a synthetic search whose best config is known, resumption from the rung
+records, and a tiny halving tune end to end whose promoted runs continue their run dirs."""
+
+import json
+import math
+
+import pytest
+
+from lipgan.errors import ConfigError
+from lipgan.study import halving, search, tune
+from lipgan.study.halving import HALVING_SEED, Halving
+
+
+def test_the_schedule_and_its_cost_in_closed_form():
+    h = Halving(eta=3, rungs=3, seeds=2)
+    assert h.budgets(4000) == [444, 1333, 4000]
+    assert h.sizes(20) == [20, 7, 3]
+    # increments: 20·2·444 + 7·2·(1333 − 444) + 3·2·(4000 − 1333)
+    assert h.cost(20, 4000) == 20 * 2 * 444 + 7 * 2 * 889 + 3 * 2 * 2667
+    assert Halving(eta=2, rungs=1, seeds=1).budgets(100) == [100]
+    with pytest.raises(ConfigError, match="--eta must be >= 2"):
+        Halving(eta=1).check()
+
+
+def test_a_failed_seed_sinks_its_config():
+    ok = {"status": "ok", "metrics": {"w1": 0.1, "high_quality_fraction": 0.9, "reverse_kl": 0.0}}
+    worse = {
+        "status": "ok",
+        "metrics": {"w1": 0.3, "high_quality_fraction": 0.5, "reverse_kl": 0.1},
+    }
+    assert halving.mean_score([ok, worse]) == pytest.approx((-0.2, 0.7, -0.05))
+    assert halving.mean_score([ok, {"status": "failed"}])[0] == -math.inf
+
+
+class FakeRuns:
+    """Results of a search whose config k has W1 ``quality[k]`` at the full budget and a worse
+    one earlier (more so for the slow starters), plus a per-seed wobble: the choice is known."""
+
+    def __init__(self, quality, slow=()):
+        self.quality, self.slow, self.calls, self.cells = quality, set(slow), 0, []
+
+    def __call__(self, cells, where, what):
+        self.calls += 1
+        self.cells.append(list(cells))
+        out = {}
+        for cell in cells:
+            late = 1.0 - cell.steps / 4000
+            w1 = self.quality[cell.trial] + late * (2.0 if cell.trial in self.slow else 0.5)
+            w1 += 0.01 * cell.trial_seed
+            out[cell] = {
+                "status": "ok",
+                "cell": cell.as_dict(),
+                "metrics": {"w1": w1, "high_quality_fraction": 0.5, "reverse_kl": 0.1},
+            }
+        return out
+
+
+def spec(**kw):
+    return tune.TuneSpec(
+        ("gradient_penalty",), ("ring",), configs=9, steps=4000, seeds=1, search="halving", **kw
+    )
+
+
+def test_halving_promotes_by_mean_score_and_chooses_the_best_at_the_full_budget(tmp_path):
+    quality = [0.5, 0.4, 0.05, 0.3, 0.2, 0.6, 0.1, 0.7, 0.35]
+    runs = FakeRuns(quality, slow={6})  # config 6 is second best but starts slowly
+    s = spec()
+    chosen, rungs, complete = halving.run_search(s, s.halving, tmp_path, runs)
+    assert complete and [len(c) for c in runs.cells] == [18, 6, 2]  # 9, 3, 1 configs × 2 seeds
+    assert rungs[0]["searches"][0]["promoted"] == [2, 4, 3]  # 6 fell behind at rung 1
+    assert chosen[("ring", "gradient_penalty")]["trial"] == 2
+    assert chosen[("ring", "gradient_penalty")]["config"] == search.draw("gradient_penalty", 2)
+    # a promoted config continues the same run dirs, with its decay over the full budget
+    first, second = runs.cells[0], runs.cells[1]
+    assert {c.name for c in second} <= {c.name for c in first}
+    assert {c.seed for c in first} == {HALVING_SEED + 100 * j + k for j in (0, 1) for k in range(9)}
+    config = search.draw("gradient_penalty", 2)
+    assert all(
+        b in c.bindings
+        for c in first
+        if c.trial == 2
+        for b in search.bindings("gradient_penalty", config, 4000)
+    )
+    assert [c.steps for c in runs.cells[2]] == [4000, 4000]
+
+
+def test_a_resumed_search_reads_its_rungs_back_and_runs_only_what_is_left(tmp_path):
+    quality = [0.5, 0.4, 0.05, 0.3, 0.2, 0.6, 0.1, 0.7, 0.35]
+    s = spec()
+    first = FakeRuns(quality, slow={6})
+    halving.run_search(s, s.halving, tmp_path, first)
+    (tmp_path / "search" / "rung2.json").unlink()  # stopped during the last rung
+    again = FakeRuns([9.0] * 9)  # what the disk would say now must not change the choice...
+    chosen, rungs, complete = halving.run_search(s, s.halving, tmp_path, again)
+    assert again.calls == 1 and len(again.cells[0]) == 2  # ...for the rungs already recorded
+    assert [r["searches"][0]["promoted"] for r in rungs[:2]] == [[2, 4, 3], [2]]
+    record = json.loads((tmp_path / "search" / "rung0.json").read_text())
+    assert len(record["searches"][0]["trials"]) == 9
+
+
+def test_the_spec_of_a_random_search_is_recorded_as_before():
+    assert "search" not in tune.TuneSpec(("gradient_penalty",)).as_dict()
+    d = spec().as_dict()
+    assert (d["search"], d["eta"], d["rungs"], d["search_seeds"]) == ("halving", 3, 3, 2)
+
+
+@pytest.mark.slow
+def test_a_tiny_halving_tune_end_to_end(tmp_path):
+    from lipgan.study.executors import LocalExecutor
+
+    out = tmp_path / "tuned"
+    s = tune.TuneSpec(
+        ("gradient_penalty",), ("8gaussians",), configs=3, seeds=1, steps=20, eval_every=10,
+        eval_samples=1000, search="halving", eta=3, rungs=2, search_seeds=2,
+    )  # fmt: skip
+    report = tune.run_tune(s, out, executor=LocalExecutor(2))
+    rung0 = json.loads((out / "search" / "rung0.json").read_text())["searches"][0]
+    rung1 = json.loads((out / "search" / "rung1.json").read_text())["searches"][0]
+    assert (rung0["steps"], rung1["steps"]) == (7, 20) and len(rung0["promoted"]) == 1
+    (k,) = rung0["promoted"]
+    assert [t["trial"] for t in rung1["trials"]] == [k]
+    # the promoted run continued its run dir: one metrics file from step 0 to 20
+    run_dir = out / "search" / "runs" / "8gaussians" / "gradient_penalty" / f"config{k:02d}-seed0"
+    steps = [json.loads(x)["step"] for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert steps[-1] == 20 and 7 in steps
+    assert json.loads((out / "chosen.json").read_text())[0]["trial"] == k
+    assert "## Successive halving" in (out / "tune.md").read_text()
+    assert len(report.final) == 1
