@@ -369,3 +369,22 @@ def test_the_network_finds_its_graph_through_the_weights_setting(graph_file, mon
     images = pixels(2, 10, 10)
     got = inception.inception_features(images)
     np.testing.assert_array_equal(got[0], features(images, graph_file)[0])
+
+
+def test_a_name_lookup_that_hangs_is_cut_short(tmp_path, monkeypatch):
+    """Offline machines can wait long on their resolvers; the socket timeout does not bound it."""
+    import socket
+
+    monkeypatch.delenv(weights.GRAPH_ENV, raising=False)
+    monkeypatch.setattr(weights, "CONNECT_TIMEOUT", 0.5)
+
+    def hang(*args, **kwargs):
+        time.sleep(30)  # a daemon thread; it then fails as a lookup does, quietly
+        raise socket.gaierror("lookup timed out")
+
+    monkeypatch.setattr(socket, "getaddrinfo", hang)
+    spec = WeightsSpec(name="inception-test", url="http://inception.invalid/x.tgz", member=MEMBER)
+    started = time.monotonic()
+    with pytest.raises(WeightsError, match=r"inception.invalid:80: no answer within 0.5 s"):
+        weights.weights_path(spec, cache=tmp_path / "cache")
+    assert time.monotonic() - started < 5

@@ -21,6 +21,7 @@ import os
 import socket
 import tarfile
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -99,12 +100,13 @@ def weights_path(
     Raises:
         WeightsError: one line naming the file, the URL and where to put it.
     """
+    named_by = "the local copy" if local else f"${GRAPH_ENV}"
     local = local or os.environ.get(GRAPH_ENV)
     target = cached_path(spec, cache)
     if local:
         local = Path(local).expanduser()
         if not local.is_file():
-            raise WeightsError(f"{GRAPH_ENV or 'local'} names {local}, which is not a file")
+            raise WeightsError(f"{named_by} names {local}, which is not a file")
         if not tarfile.is_tarfile(local):
             _check_size(local, spec.member_size, f"{local}")
             return local
@@ -133,16 +135,30 @@ def _where_to_put(spec: WeightsSpec, target: Path) -> str:
 
 
 def _unreachable(url: str) -> str | None:
-    """Why the URL's host does not accept a connection within :data:`CONNECT_TIMEOUT`, if not."""
+    """Why the URL's host does not accept a connection within :data:`CONNECT_TIMEOUT`, if not.
+
+    The name lookup and the connection run in a daemon thread that is waited for at most that
+    long: a socket timeout does not bound the lookup, which on a machine without network can
+    wait for its resolvers for many seconds.
+    """
     parts = urlsplit(url)
     if parts.scheme == "file":
         return None
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT).close()
-    except OSError as exc:
-        return f"{parts.hostname}:{port}: {exc.strerror or type(exc).__name__}"
-    return None
+    address = (parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+    outcome = []
+
+    def connect():
+        try:
+            socket.create_connection(address, timeout=CONNECT_TIMEOUT).close()
+            outcome.append(None)
+        except OSError as exc:
+            outcome.append(exc.strerror or str(exc) or type(exc).__name__)
+
+    worker = threading.Thread(target=connect, daemon=True, name="lipgan-weights-connect")
+    worker.start()
+    worker.join(CONNECT_TIMEOUT + 0.5)
+    reason = outcome[0] if outcome else f"no answer within {CONNECT_TIMEOUT:g} s"
+    return f"{address[0]}:{address[1]}: {reason}" if reason else None
 
 
 def _check_size(path: Path, expected: int | None, what: str) -> None:
