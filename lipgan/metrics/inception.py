@@ -216,10 +216,12 @@ def inception_features(
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     network = load_network(str(path or weights_path()))
-    pixels = to_pixels(images, value_range, quantize)
+    images = images if hasattr(images, "shape") else np.asarray(images)
+    if images.ndim not in (3, 4) or len(images) < 1:
+        raise ValueError(f"images must be [n, h, w, 1 or 3] (or [n, h, w]), got {images.shape}")
     pools, logits = [], []
-    for start in range(0, len(pixels), int(batch_size)):
-        batch = pixels[start : start + int(batch_size)]
+    for start in range(0, len(images), int(batch_size)):  # converted a batch at a time: memory
+        batch = to_pixels(images[start : start + int(batch_size)], value_range, quantize)
         if resize == "pil_bicubic":
             batch = pil_bicubic(batch, network.image_size)
         pool3, unbiased, bias = network.run(batch)
