@@ -324,7 +324,11 @@ def summary_line(history: list[dict], run_dir=None) -> str:
         if key in row:
             floor = f" (floor {row[key + '_floor']:.3g})" if key + "_floor" in row else ""
             parts.append(f"{label} {row[key]:.3g}{floor}")
-    for key, label in (("digits_fd", "digits FD"), ("fid", "FID")):
+    for key, label in (
+        ("digits_fd", "digits FD"),
+        ("fid", "FID"),
+        ("inception_v3_fd", "InceptionV3 FD"),
+    ):
         if key in row:
             parts.append(f"{label} {row[key]:.3g}")
     if not parts and "critic_wasserstein" in row:

@@ -50,10 +50,18 @@ class EvalData:
     #: Draws ``len(real)`` more real examples, independent of ``real`` (for real-vs-real floors).
     more_real: Callable[[], np.ndarray] | None = None
     _more: np.ndarray | None = dataclasses.field(default=None, repr=False)
+    _cache: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @property
     def is_image(self) -> bool:
         return len(self.data_shape) == 3
+
+    def shared(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per evaluation, shared by the metrics that need the same thing (FID,
+        KID and PRDC all read the Inception features of the same samples)."""
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
 
     def real_again(self) -> np.ndarray:
         """A second real sample of the same size, drawn once and shared by every metric."""
