@@ -2,6 +2,7 @@
 and the promotions on a synthetic search whose best config is known, resumption from the rung
 records, and a tiny halving tune end to end whose promoted runs continue their run dirs."""
 
+import dataclasses
 import json
 import math
 
@@ -127,3 +128,15 @@ def test_a_tiny_halving_tune_end_to_end(tmp_path):
     assert json.loads((out / "chosen.json").read_text())[0]["trial"] == k
     assert "## Successive halving" in (out / "tune.md").read_text()
     assert len(report.final) == 1
+
+
+def test_only_a_promoted_halving_trial_continues_a_run_dir_of_fewer_steps():
+    s = spec()
+    (short,) = halving.trial_cells(s, Halving(seeds=1), "ring", "gradient_penalty", 2, 444)
+    (longer,) = halving.trial_cells(s, Halving(seeds=1), "ring", "gradient_penalty", 2, 1333)
+    assert short.name == longer.name
+    assert longer.continues(short.as_dict()) and not short.continues(longer.as_dict())
+    (other,) = halving.trial_cells(s, Halving(seeds=1), "ring", "gradient_penalty", 3, 444)
+    assert not longer.continues(other.as_dict())
+    plain = dataclasses.replace(longer, trial_seed=None)
+    assert not plain.continues(dataclasses.replace(short, trial_seed=None).as_dict())

@@ -186,12 +186,13 @@ def _error_line(proc: subprocess.CompletedProcess) -> str:
 
 def _move_other_cell_aside(run_dir: Path, cell: Cell) -> None:
     """A run dir that trained another cell (the spec changed under ``--force``, e.g. its steps)
-    is renamed ``<dir>-replaced[-k]`` rather than resumed or overwritten."""
+    is renamed ``<dir>-replaced[-k]`` rather than resumed or overwritten, unless ``cell``
+    continues it (:meth:`Cell.continues`: a successive-halving trial promoted to the next rung)."""
     try:
         recorded = json.loads((run_dir / "cell.json").read_text())
     except (OSError, ValueError):
         return
-    if recorded == cell.as_dict():
+    if recorded == cell.as_dict() or cell.continues(recorded):
         return
     aside, n = run_dir.with_name(run_dir.name + "-replaced"), 1
     while aside.exists():

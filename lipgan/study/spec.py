@@ -123,6 +123,17 @@ class Cell:
                 del d[optional]
         return d
 
+    def continues(self, recorded: dict) -> bool:
+        """Whether this cell trains on in the run dir of ``recorded`` (a cell's dict): a
+        successive-halving trial promoted to a later rung is the same run to more iterations, its
+        decay bound over the full budget from the start (:mod:`lipgan.study.halving`). Any other
+        cell with other steps is another run (a shorter run's decay was stretched to its steps)."""
+        if self.trial_seed is None or not isinstance(recorded, dict):
+            return False
+        steps = recorded.get("steps")
+        same = {**recorded, "steps": self.steps} == self.as_dict()
+        return same and isinstance(steps, int) and steps < self.steps
+
     def gin(self) -> tuple[list[str], list[str]]:
         """(gin files, bindings) of this cell's run."""
         from lipgan.bench.sweep import parse_spec
