@@ -189,3 +189,27 @@ def test_prdc_limits():
     assert far == {"precision": 0.0, "recall": 0.0, "density": 0.0, "coverage": 0.0}
     with pytest.raises(ValueError, match="k < n"):
         s.prdc(real[:5], real, k=5)
+
+
+def test_digits_logits_are_the_classifiers_outputs_on_resized_images():
+    import keras
+    import tensorflow as tf
+
+    from lipgan.metrics import images
+
+    keras.utils.set_random_seed(0)
+    classifier = keras.Sequential(
+        [
+            keras.Input((images.DIGITS_SIZE, images.DIGITS_SIZE, 1)),
+            keras.layers.Flatten(),
+            keras.layers.Dense(8, activation="relu", name="features"),
+            keras.layers.Dense(10, name="logits"),
+        ]
+    )
+    digits = np.random.default_rng(10).uniform(-1, 1, (7, 32, 32, 1)).astype(np.float32)
+    resized = tf.image.resize(digits, [16, 16], antialias=True)
+    want = classifier(tf.clip_by_value(resized, -1.0, 1.0)).numpy()
+    got = images.digits_logits(digits, classifier, batch_size=3)
+    assert got.shape == (7, 10)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert s.inception_score(got, splits=1)[0] >= 1.0

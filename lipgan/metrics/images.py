@@ -161,6 +161,13 @@ def digits_features(images: np.ndarray, classifier, batch_size: int = 500) -> np
     )
 
 
+def digits_logits(images: np.ndarray, classifier, batch_size: int = 500) -> np.ndarray:
+    """The classifier's 10 logits of ``[n, h, w, 1]`` images in [-1, 1] (a digits Inception Score)."""
+    return _batched(
+        lambda x: classifier(_resize(x, DIGITS_SIZE), training=False), images, batch_size
+    )
+
+
 def frechet_digits_distance(
     images: np.ndarray, data_dir: str | None = None, split: str = "train"
 ) -> float:
