@@ -33,7 +33,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--dim", type=int, default=2048)
     parser.add_argument("--repetitions", type=int, default=1)
-    parser.add_argument("--out", default=str(Path(__file__).with_name("results.json")))
+    parser.add_argument("--out", default=str(Path(__file__).with_name("timings.json")))
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
