@@ -119,7 +119,9 @@ def class_metrics(fake: np.ndarray, data_dir=None) -> dict:
     from lipgan.metrics import images
 
     classifier = images.digits_classifier(data_dir)
-    logits = images.digits_logits(fake, classifier)
+    logits = images._batched(
+        lambda x: classifier(images._resize(x, images.DIGITS_SIZE), training=False), fake, 500
+    )
     counts = np.bincount(np.argmax(logits, axis=-1), minlength=10)
     p = counts / counts.sum()
     nz = p > 0
