@@ -35,7 +35,11 @@ def assert_one_line_error(result, *fragments):
 
 
 #: Shipped configs whose 2-step run is tested elsewhere (on real offline data).
-COVERED_ELSEWHERE = {"wgangp_digits.gin": "tests/test_image_runs.py"}
+COVERED_ELSEWHERE = {
+    "wgangp_digits.gin": "tests/test_image_runs.py",
+    "wgangp_cifar10.gin": "tests/test_cifar10_configs.py",
+    "sngan_cifar10.gin": "tests/test_cifar10_configs.py",
+}
 
 
 def test_every_shipped_config_is_covered():

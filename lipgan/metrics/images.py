@@ -11,7 +11,8 @@ Nothing here downloads anything. Two feature spaces:
   so its FID/KID values rank models consistently but are not comparable to published numbers.
 
 Fréchet distance (Heusel et al. 2017) and KID (Bińkowski et al. 2018, cubic polynomial kernel,
-unbiased MMD² averaged over random subsets) are pure numpy functions of two feature matrices.
+unbiased MMD² averaged over random subsets) are computed by :mod:`lipgan.metrics.image_scores`, as
+pytorch-fid and torch-fidelity compute them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from lipgan.errors import ConfigError
+from lipgan.metrics import image_scores
 
 DIGITS_SIZE = 16
 CLASSIFIER_VERSION = "v2"  # v2: trained with its own seeds only (v1 reset the global RNGs)
@@ -31,71 +33,24 @@ INCEPTION_FILE = "inception_v3_weights_tf_dim_ordering_tf_kernels_notop.h5"
 
 
 # -- distances ---------------------------------------------------------------------------------
-def _psd_sqrt(matrix: np.ndarray) -> np.ndarray:
-    values, vectors = np.linalg.eigh((matrix + matrix.T) / 2)
-    return (vectors * np.sqrt(np.clip(values, 0, None))) @ vectors.T
-
-
-def frechet_distance_from_stats(mu1, sigma1, mu2, sigma2) -> float:
-    """‖μ₁−μ₂‖² + tr(Σ₁ + Σ₂ − 2(Σ₁Σ₂)^½) between two Gaussians.
-
-    tr((Σ₁Σ₂)^½) is computed as the sum of square roots of the eigenvalues of the symmetric PSD
-    matrix Σ₁^½ Σ₂ Σ₁^½ (same spectrum), which avoids the complex parts that ``sqrtm`` of the
-    non-symmetric product produces on nearly singular covariances.
-    """
-    mu1, mu2 = np.asarray(mu1, np.float64), np.asarray(mu2, np.float64)
-    sigma1, sigma2 = (
-        np.atleast_2d(sigma1).astype(np.float64),
-        np.atleast_2d(sigma2).astype(np.float64),
-    )
-    root1 = _psd_sqrt(sigma1)
-    middle = root1 @ sigma2 @ root1
-    trace_sqrt = np.sqrt(np.clip(np.linalg.eigvalsh((middle + middle.T) / 2), 0, None)).sum()
-    value = np.sum((mu1 - mu2) ** 2) + np.trace(sigma1) + np.trace(sigma2) - 2 * trace_sqrt
-    return float(max(value, 0.0))
-
-
-def feature_stats(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and (unbiased) covariance of ``[n, d]`` features."""
-    features = np.asarray(features, np.float64)
-    if features.ndim != 2 or len(features) < 2:
-        raise ValueError(f"need at least 2 feature vectors [n, d], got shape {features.shape}")
-    return features.mean(0), np.cov(features, rowvar=False)
-
-
-def frechet_distance(features_a: np.ndarray, features_b: np.ndarray) -> float:
-    """Fréchet distance between Gaussians fitted to two ``[n, d]`` feature sets (FID on Inception)."""
-    return frechet_distance_from_stats(*feature_stats(features_a), *feature_stats(features_b))
-
-
-def _mmd2_unbiased(x: np.ndarray, y: np.ndarray) -> float:
-    d = x.shape[1]
-    kxx = (x @ x.T / d + 1) ** 3
-    kyy = (y @ y.T / d + 1) ** 3
-    kxy = (x @ y.T / d + 1) ** 3
-    m, n = len(x), len(y)
-    return float(
-        (kxx.sum() - np.trace(kxx)) / (m * (m - 1))
-        + (kyy.sum() - np.trace(kyy)) / (n * (n - 1))
-        - 2 * kxy.mean()
-    )
+# FID's and KID's reference computations live in lipgan.metrics.image_scores; these are the names
+# the evaluation and the scripts have always used.
+feature_stats = image_scores.feature_stats
+frechet_distance_from_stats = image_scores.fid_from_stats
+frechet_distance = image_scores.fid
 
 
 def kid(features_a, features_b, num_subsets: int = 100, subset_size: int = 1000, seed: int = 0):
-    """Kernel Inception Distance: mean and std of the unbiased MMD² with k(x,y) = (xᵀy/d + 1)³
-    over ``num_subsets`` random subsets of ``min(subset_size, n_a, n_b)`` examples each."""
-    a, b = np.asarray(features_a, np.float64), np.asarray(features_b, np.float64)
-    size = min(subset_size, len(a), len(b))
+    """KID as torch-fidelity computes it (:func:`lipgan.metrics.image_scores.kid`), with the subset
+    size capped at the smaller set so that an evaluation of a few hundred samples still gets one."""
+    size = min(subset_size, len(features_a), len(features_b))
     if size < 2:
-        raise ValueError(f"kid needs at least 2 examples per set, got {len(a)} and {len(b)}")
-    rng = np.random.default_rng(seed)
-    values = [
-        _mmd2_unbiased(
-            a[rng.choice(len(a), size, replace=False)], b[rng.choice(len(b), size, replace=False)]
+        raise ValueError(
+            f"kid needs at least 2 examples per set, got {len(features_a)} and {len(features_b)}"
         )
-        for _ in range(num_subsets)
-    ]
-    return float(np.mean(values)), float(np.std(values))
+    return image_scores.kid(
+        features_a, features_b, subset_size=size, subsets=num_subsets, seed=seed
+    )
 
 
 # -- feature extractors ------------------------------------------------------------------------
@@ -203,6 +158,13 @@ def digits_features(images: np.ndarray, classifier, batch_size: int = 500) -> np
     extractor = keras.Model(classifier.inputs, classifier.get_layer("features").output)
     return _batched(
         lambda x: extractor(_resize(x, DIGITS_SIZE), training=False), images, batch_size
+    )
+
+
+def digits_logits(images: np.ndarray, classifier, batch_size: int = 500) -> np.ndarray:
+    """The classifier's 10 logits of ``[n, h, w, 1]`` images in [-1, 1] (a digits Inception Score)."""
+    return _batched(
+        lambda x: classifier(_resize(x, DIGITS_SIZE), training=False), images, batch_size
     )
 
 
