@@ -115,8 +115,21 @@ def cli(ctx: click.Context, verbose: bool) -> None:
     ctx.meta["lipgan.verbose"] = verbose  # for commands whose worker processes import TF
     if not verbose:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    if ctx.invoked_subcommand is not None and "--help" not in sys.argv[1:]:
+    # `run` and `config` check a config's syntax first and import TensorFlow after (a typo is
+    # answered in a second, not after TensorFlow's 8-10 s start): they call tensorflow_after_checks.
+    lazy = ctx.invoked_subcommand in ("run", "config")
+    if ctx.invoked_subcommand is not None and "--help" not in sys.argv[1:] and not lazy:
         _import_tensorflow(verbose)
+
+
+def tensorflow_after_checks(gin_files, bindings) -> None:
+    """The syntax of ``gin_files`` and ``bindings`` checked without TensorFlow (one line on an
+    error, :mod:`lipgan.gin_syntax`), then TensorFlow imported quietly as for every command."""
+    from lipgan.gin_syntax import check_syntax
+
+    check_syntax(list(gin_files), list(bindings))
+    ctx = click.get_current_context()
+    _import_tensorflow(bool(ctx.find_root().meta.get("lipgan.verbose")))
 
 
 def _notices_as_lines() -> None:
@@ -189,6 +202,7 @@ def run(
     """Train a WGAN from gin config files (re-running on a run dir resumes it)."""
     if logger_names:  # train.loggers, as a config would bind it
         bindings = (*bindings, f"train.loggers = {list(logger_names)!r}")
+    tensorflow_after_checks(gin_files or ([] if resume_dir else [DEFAULT_CONFIG]), bindings)
     from lipgan import config, record
     from lipgan.progress import for_terminal
     from lipgan.rundir import check_location
@@ -233,6 +247,7 @@ def config_group():
 @disable_option
 def config_show(gin_files, bindings, strategy_name, as_json, disabled):
     """Print the config that `lipgan run` would use (files + bindings, resolved), then exit."""
+    tensorflow_after_checks(list(gin_files) or [DEFAULT_CONFIG], bindings)
     import gin
     from lipgan.config import bindings_of
 

@@ -8,8 +8,6 @@ multi-line exceptions into one-line :class:`~lipgan.errors.ConfigError` messages
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import math
 import re
 import tokenize
@@ -22,6 +20,7 @@ from lipgan import gin_messages, models
 from lipgan.data import pipeline
 from lipgan.errors import ConfigError
 from lipgan.gin_messages import configs_dir
+from lipgan.gin_syntax import quiet_gin_logging as _quiet_gin_logging
 from lipgan.ranges import out_of_range
 from lipgan.record import RecordPart
 from lipgan.registry import GIN_KINDS, Registry
@@ -247,17 +246,6 @@ def _one_line(exc: BaseException, where: str, registry: Registry, *, binding: bo
     return gin_messages.one_line(
         exc, where, registry, sorted(_library_configurables()), binding=binding
     )
-
-
-@contextlib.contextmanager
-def _quiet_gin_logging():
-    """gin logs "Path not found" on the root logger before raising; the one-line error says it."""
-    previous = logging.root.manager.disable
-    logging.disable(logging.ERROR)
-    try:
-        yield
-    finally:
-        logging.disable(previous)
 
 
 #: The learning-rate schedules whose length :func:`stretched_schedules` follows (the scopes of
