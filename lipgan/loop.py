@@ -21,8 +21,9 @@ import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
+import keras
 import tensorflow as tf
 
 from lipgan import record
@@ -38,7 +39,7 @@ from lipgan.errors import (
 from lipgan.interrupt import StopRequests
 from lipgan.progress import Progress
 from lipgan.rundir import SAMPLES, RunDir
-from lipgan.step_config import Intervals
+from lipgan.step_config import Intervals, StepConfig
 from lipgan.train_state import TrainState
 from lipgan.training_input import TrainingInput
 
@@ -78,12 +79,35 @@ def runtime_error(exc: tf.errors.OpError, done: int, kept: str | None) -> Lipgan
     )
 
 
+class SteppedGan(Protocol):
+    """What the loop calls on the model it trains (:class:`lipgan.engine.WGAN` provides it): the
+    compiled step and the few host-side facts around it, nothing else of the engine."""
+
+    critic: keras.Model
+    generator: keras.Model
+    iteration: tf.Variable
+    num_replicas: int
+    config: StepConfig
+
+    def distribute(self, dataset: tf.data.Dataset): ...
+
+    def run_checked(self, iterator, num_iterations: int): ...
+
+    def advance(self, iterator, batches: int) -> None: ...
+
+    def replica_drift(self) -> tuple[float, str | None]: ...
+
+    def any_worker(self, flag: bool) -> bool: ...
+
+    def workers_disagree(self, value: int) -> bool: ...
+
+
 @dataclasses.dataclass
 class TrainingLoop:
     """The host loop of one :meth:`Trainer.fit` call and everything it does between compiled calls.
 
     Attributes:
-        wgan: the :class:`lipgan.engine.WGAN` it steps.
+        wgan: what it steps (:class:`SteppedGan`; the trainer's :class:`lipgan.engine.WGAN`).
         inputs: the data stream and its position, moved as training reads it.
         intervals: when to log, checkpoint, measure and evaluate.
         progress: the progress display (also one of ``callbacks``).
@@ -98,7 +122,7 @@ class TrainingLoop:
             to the record.
     """
 
-    wgan: Any
+    wgan: SteppedGan
     inputs: TrainingInput
     intervals: Intervals
     progress: Progress
