@@ -266,6 +266,8 @@ def layer_lipschitz(layer, in_shape, out_shape) -> float | None:
         return layer_lipschitz(layer.layer, in_shape, out_shape)
     if type(layer) in ONE_LIPSCHITZ_LAYERS:
         return 1.0
+    if type(layer) is keras.layers.Rescaling:  # x·scale + offset
+        return float(np.max(np.abs(np.asarray(layer.scale, dtype=np.float64))))
     if isinstance(layer, keras.layers.Dropout):
         return 1.0 / (1.0 - float(layer.rate))  # training mode rescales the kept units
     if type(layer) in (keras.layers.GlobalAveragePooling1D, keras.layers.GlobalAveragePooling2D):

@@ -75,9 +75,14 @@ class SpectralNorm(Constraint):
     Args:
         power_iterations: power-iteration steps per training call that update the estimate of
             each kernel's largest singular value, >= 1.
+        output_scale: a fixed factor on the critic's output, > 0 (1: none). An intervention, not
+            a remedy: spectral norm bounds every layer's largest singular value by 1, and the
+            critics it trains keep gradient norms far below that bound; scaling the output by a
+            fixed c gives the same critic c times the slope, so a study can ask whether the
+            unused Lipschitz budget is what costs quality (docs/study.md).
 
     Raises:
-        ValueError: ``power_iterations < 1``.
+        ValueError: ``power_iterations < 1`` or ``output_scale <= 0``.
     """
 
     name = "spectral_norm"
@@ -87,10 +92,13 @@ class SpectralNorm(Constraint):
         "Divide every Dense/Conv kernel by its spectral norm (SN-GAN, Miyato et al. 2018)."
     )
 
-    def __init__(self, power_iterations: int = 1):
+    def __init__(self, power_iterations: int = 1, output_scale: float = 1.0):
         if power_iterations < 1:
             raise ValueError(f"spectral_norm.power_iterations must be >= 1, got {power_iterations}")
+        if not output_scale > 0:
+            raise ValueError(f"spectral_norm.output_scale must be > 0, got {output_scale}")
         self.power_iterations = int(power_iterations)
+        self.output_scale = float(output_scale)
 
     def _wrap(self, layer):
         clone = layer.__class__.from_config(layer.get_config())
@@ -103,7 +111,11 @@ class SpectralNorm(Constraint):
     def wrap_critic(self, critic):
         wrapped = keras.models.clone_model(critic, clone_function=self._wrap)
         wrapped.build(critic.inputs[0].shape if critic.inputs else None)
-        return wrapped
+        if self.output_scale == 1.0:
+            return wrapped
+        inputs = keras.Input(shape=critic.inputs[0].shape[1:])
+        scaled = keras.layers.Rescaling(self.output_scale, dtype="float32", name="output_scale")
+        return keras.Model(inputs, scaled(wrapped(inputs)), name=f"{wrapped.name}_scaled")
 
 
 @hookimpl
