@@ -228,10 +228,12 @@ def curve_panels(fig, curves: dict, panels, references: dict, counts: dict) -> N
     horizontal lines. The legend is right of the panels: inside a panel it hid the curves.
     """
     axes = fig.subplots(2, len(panels), squeeze=False)
-    fig.suptitle(
-        "quality during training, mean ± s.e. over seeds (top: against iterations; bottom: "
-        "against training seconds, mean over seeds)",
+    fig.suptitle(  # left: the legend's column, right, starts as high as the title
+        "quality during training, mean ± s.e. over seeds; below: against training seconds "
+        "(mean over seeds)",
         fontsize=FONT_SIZE + 1,
+        x=0.02,
+        ha="left",
     )
     styles = reference_styles(references)
     for j, (key, title, scale, log) in enumerate(panels):

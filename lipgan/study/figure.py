@@ -196,7 +196,8 @@ def _draw_block(fig, out, dataset, rows, results, bands, keys, heights, referenc
         if (n := ema_never_averaged([r for r in results if r["cell"]["constraint"] == c]))
     }
     title = (
-        f"{dataset}: {len(rows)} constraints × {seeds} seed{'s' if seeds != 1 else ''}, "
+        f"{dataset}: {len(rows)} constraint{'s' if len(rows) != 1 else ''} × {seeds} "
+        f"seed{'s' if seeds != 1 else ''}, "
         f"{_steps_text(results, {})} iterations"
     )
     if never:  # why a +EMA row shows the very numbers of its raw row
