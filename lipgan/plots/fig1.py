@@ -60,6 +60,7 @@ def draw_fig1a(result: dict):
         squeeze=False,
         layout="constrained",
     )
+    fig.get_layout_engine().set(w_pad=0.1)  # room for the row names at the left edge
     xs = np.linspace(-s["lim"], s["lim"], s["grid"])
     for col, toy_set in enumerate(sets):
         for row, kind in enumerate(kinds):
