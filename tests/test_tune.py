@@ -245,14 +245,19 @@ def test_a_tiny_tuned_study_end_to_end_then_resumed(tmp_path):
     }
     assert all(row["seeds"] == 1 for row in final.values())
     md = (out / "tune.md").read_text()
-    assert "| gradient_penalty +EMA | same runs, EMA |" in md
+    # 20 iterations end before the EMA's start (1,000): the EMA row equals the raw one, and says why
+    assert (
+        "| gradient_penalty +EMA | same runs, EMA (= raw: the runs ended at 20 iterations, before "
+        "the EMA starts averaging (ema_start 1,000)) |"
+    ) in md
     assert "*uniform on the bounding box, expected*" in md and "PARTIAL" not in md
     # one driver session per phase (search, replicates), summed: the wall time end to end
     wall = data["totals"]["wall"]
     assert wall["sessions"] == 2 and wall["cells"] == 4 + 2 and wall["killed"] == 0
     assert "Wall time, end to end: **0 h" in md and "2 driver session(s) that finished 6 runs" in md
     study = (out / "final" / "study.md").read_text()
-    assert "| gradient_penalty +EMA |" in study and "| weight_clip |" in study
+    assert "| gradient_penalty +EMA (= raw: the runs ended at 20 iterations" in study
+    assert "| weight_clip |" in study
     for name in ("tune.png", "final/study.png"):
         assert (out / name).stat().st_size > 10_000
     # the same call again runs nothing and writes the same report, here beside a shared-config

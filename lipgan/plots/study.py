@@ -28,8 +28,18 @@ AXIS_LABELS = {
     "class_reverse_kl": "class reverse KL (nats)",
     "seconds_per_iteration": "ms per iteration",
 }
-#: Line styles of the reference rows, in their order (real data, uniform on the box, ...).
-REFERENCE_STYLES = ("--", ":", "-.")
+#: One line style per reference row, by name (:mod:`lipgan.study.references`' rows and PacGAN's
+#: published level): each reference is told apart from the others in the legend, and from the
+#: constraint rows' solid coloured curves.
+REFERENCE_STYLES = {
+    "real data": {"color": "0.45", "ls": "--", "lw": 1.4},
+    "uniform on the bounding box": {"color": "k", "ls": ":", "lw": 1.2},
+    "uniform on the support": {"color": "k", "ls": (0, (6, 2, 1, 2, 1, 2)), "lw": 1.0},
+    "uniform on the bounding box, expected": {"color": "k", "ls": "-.", "lw": 1.0},
+    "PacGAN4 (Lin et al. 2018)": {"color": "darkviolet", "ls": (0, (8, 3)), "lw": 1.2},
+}
+#: Styles for a reference row without one of its own, in order (none repeats the above).
+SPARE_STYLES = ({"color": "0.3", "ls": (0, (1, 4)), "lw": 1.2}, {"color": "0.3", "ls": (0, (4, 4))})
 #: Sample panels per row of the figure, and bar panels per row.
 SAMPLE_COLUMNS, BAR_COLUMNS = 5, 3
 #: Font size of the figure (points): readable at the saved size, 150 dpi, without zooming.
@@ -46,6 +56,30 @@ PALETTE = (
 def colors(names) -> dict[str, str]:
     """{row: colour} in :data:`PALETTE` order."""
     return {name: PALETTE[k % len(PALETTE)] for k, name in enumerate(names)}
+
+
+def reference_styles(names) -> dict[str, dict]:
+    """{reference row: line keyword arguments}, :data:`REFERENCE_STYLES`' style where the row
+    has one, else the next unused spare: no two rows share a line."""
+    spare = iter(SPARE_STYLES)
+    out = {}
+    for name in names:
+        style = REFERENCE_STYLES.get(name) or next(spare, None)
+        out[name] = dict(style or {"color": "0.6", "ls": (0, (2, 1, 2, 4))})
+    return out
+
+
+def plain_log_axis(axis, lo: float, hi: float) -> None:
+    """A log ``axis`` (``ax.yaxis``) labelled in plain decimals (0.02, not 2×10⁻²): ticks at 1, 2
+    and 5 per decade where the range spans at most about two decades, 1 per decade past that,
+    and no labels on the minor ticks (matplotlib labels those of a short log axis in another
+    size and in its ×10ⁿ notation)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    subs = (1.0,) if hi / lo > 100 * 1.5**2 else (1.0, 2.0, 5.0)
+    axis.set_major_locator(LogLocator(subs=subs))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def axis_label(key: str, counts: dict) -> str:
@@ -67,7 +101,8 @@ def image_grid(images: np.ndarray, columns: int = 8) -> np.ndarray:
 
 
 def sample_panels(fig, panels: list[dict], real: np.ndarray) -> None:
-    """One panel per row: ``{'title', 'color', 'samples' (or None), 'seed'}``. 2-D samples are
+    """One panel per row: ``{'title', 'color', 'samples' (or None), 'seed', 'note' (why there
+    are no samples; optional)}``. 2-D samples are
     drawn in the row's colour over ``real`` in grey, every panel on the real data's extent (the
     share of samples outside it is written in the panel); images as a grid."""
     from lipgan.plots.toy import extent
@@ -89,7 +124,11 @@ def sample_panels(fig, panels: list[dict], real: np.ndarray) -> None:
             ax.set_xticks([])
             ax.set_yticks([])
             if samples is None:
-                ax.text(0.5, 0.5, "no samples", ha="center", va="center", transform=ax.transAxes)
+                text = panel.get("note") or "no samples"
+                ax.text(
+                    0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes,
+                    fontsize=FONT_SIZE - 1,
+                )  # fmt: skip
             else:  # images: a grid of the first 64
                 ax.imshow(image_grid(samples), cmap="gray", vmin=0, vmax=1)
                 ax.set_xlabel(f"seed {panel['seed']}")
@@ -106,39 +145,51 @@ def sample_panels(fig, panels: list[dict], real: np.ndarray) -> None:
         note = f"seed {panel['seed']}" + (f", {outside:.0%} outside" if outside >= 0.005 else "")
         ax.text(0.02, 0.02, note, transform=ax.transAxes, fontsize=FONT_SIZE - 1, va="bottom")
         # The same view in every panel, so its numbers are written once: x under each column's
-        # lowest panel, y left of each row.
+        # lowest panel, y left of each row (and right of a panel without points).
         if k + ncols < len(panels):
             ax.tick_params(labelbottom=False)
         else:
             ax.set_xlabel("x₁")
-        if k % ncols:
+        if k % ncols and _has_scatter(axes.flat[k - 1]):
             ax.tick_params(labelleft=False)
         else:
             ax.set_ylabel("x₂")
 
 
-def bar_panels(fig, labels, row_colors, metrics, references: dict, counts: dict) -> None:
+def _has_scatter(ax) -> bool:
+    """Whether a sample panel drew points (its y numbers then serve the panel right of it)."""
+    return bool(ax.collections)
+
+
+def bar_panels(
+    fig, labels, row_colors, metrics, references: dict, counts: dict, note: str = ""
+) -> None:
     """One horizontal bar chart per metric, rows top to bottom, mean ± s.e.
 
     ``metrics``: ``[(key, scale, [mean_se per row])]`` with :func:`lipgan.study.summary.mean_se`'s
     ``(mean, se, infinite count, count)``; seeds with an infinite value are counted beside the
-    bar, never drawn as a number. ``references``: ``{name: {key: mean_se}}``, vertical lines.
+    bar, never drawn as a number. ``references``: ``{name: {key: mean_se}}``, vertical lines,
+    one style each (:func:`reference_styles`). ``note``: said after the part's title.
     """
     ncols = min(BAR_COLUMNS, len(metrics))
     axes = fig.subplots(-(-len(metrics) // ncols), ncols, squeeze=False, sharey=True)
     for ax in axes.flat[len(metrics) :]:
         ax.set_visible(False)
-    fig.suptitle("final evaluation, mean ± s.e. over seeds", fontsize=FONT_SIZE + 1)
+    fig.suptitle(
+        "final evaluation, mean ± s.e. over seeds" + (f"; {note}" if note else ""),
+        fontsize=FONT_SIZE + 1,
+    )
+    styles = reference_styles(references)
     y = np.arange(len(labels))
     for ax, (key, scale, stats) in zip(axes.flat, metrics, strict=False):
         means = np.array([s[0] * scale if s and math.isfinite(s[0]) else 0.0 for s in stats])
         errs = np.array([s[1] * scale if s and not math.isnan(s[1]) else 0.0 for s in stats])
         ax.barh(y, means, xerr=errs, color=row_colors, capsize=2, height=0.7)
         top = float(np.max(means + errs)) if len(means) else 1.0
-        for n, (name, st) in enumerate(references.items()):
+        for name, st in references.items():
             if key in st and math.isfinite(st[key][0]):
                 value = st[key][0] * scale
-                ax.axvline(value, color="k", ls=REFERENCE_STYLES[n % 3], lw=1, label=name)
+                ax.axvline(value, label=name, **styles[name])
                 top = max(top, value)
         if key == "critic_gap_ratio":
             ax.axvline(1.0, color="firebrick", lw=1, label="1-Lipschitz bound")
@@ -164,7 +215,9 @@ def bar_panels(fig, labels, row_colors, metrics, references: dict, counts: dict)
                 handles.append(handle)
                 names.append(name)
     if handles:
-        fig.legend(handles, names, loc="outside lower center", ncols=len(handles), frameon=False)
+        fig.legend(
+            handles, names, loc="outside lower center", ncols=min(len(handles), 3), frameon=False
+        )
 
 
 def curve_panels(fig, curves: dict, panels, references: dict, counts: dict) -> None:
@@ -172,10 +225,17 @@ def curve_panels(fig, curves: dict, panels, references: dict, counts: dict) -> N
 
     ``curves``: ``{label: (colour, band)}`` with :func:`lipgan.study.figure.curve_bands`' bands;
     ``panels``: ``[(key, title, scale, log y)]``; ``references``: ``{name: {key: mean_se}}``,
-    horizontal lines. A legend in a column of its own: inside a panel it hid the curves.
+    horizontal lines. The legend is right of the panels: inside a panel it hid the curves.
     """
-    axes = fig.subplots(2, len(panels) + 1, squeeze=False)
-    fig.suptitle("quality during training, mean ± s.e. over seeds", fontsize=FONT_SIZE + 1)
+    axes = fig.subplots(2, len(panels), squeeze=False)
+    fig.suptitle(  # left: the legend's column, right, starts as high as the title
+        "quality during training, mean ± s.e. over seeds; below: against training seconds "
+        "(mean over seeds)",
+        fontsize=FONT_SIZE + 1,
+        x=0.02,
+        ha="left",
+    )
+    styles = reference_styles(references)
     for j, (key, title, scale, log) in enumerate(panels):
         values = []
         for r, xkey in enumerate(("step", "seconds")):
@@ -195,21 +255,27 @@ def curve_panels(fig, curves: dict, panels, references: dict, counts: dict) -> N
                 ax.plot(x, m, color=color, lw=1.2, label=label)
                 ax.fill_between(x, low, m + e, color=color, alpha=0.2, lw=0)
                 values += list(m)
-            for n, (name, st) in enumerate(references.items()):
+            for name, st in references.items():
                 if key in st and math.isfinite(st[key][0]):
                     value = st[key][0] * scale
-                    ax.axhline(value, color="k", ls=REFERENCE_STYLES[n % 3], lw=0.9, label=name)
+                    ax.axhline(value, label=name, **styles[name])
                     values.append(value)
-            ax.set_xlabel("iterations" if xkey == "step" else "training seconds (mean over seeds)")
+            # Short: a longer label ran into the next panel's.
+            ax.set_xlabel("iterations" if xkey == "step" else "training seconds")
             ax.set_ylabel(axis_label(key, counts))
             ax.grid(lw=0.3)
             if r == 0:
                 ax.set_title(title)
         fit_y(axes[0, j], key, values, log, counts)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    for ax in axes[:, -1]:
-        ax.axis("off")
-    axes[0, -1].legend(handles, labels, loc="upper left", frameon=False)
+    handles, labels = [], []
+    for ax in axes[0]:  # every row and reference drawn in any panel, each once
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    # Right of the panels, in the part's own space: in a panel's place, a long legend (16 rows
+    # and 5 references) stretched its row and squashed every panel to a strip.
+    fig.legend(handles, labels, loc="outside right upper", frameon=False)
 
 
 def fit_y(ax, key: str, values: list[float], log: bool, counts: dict) -> None:
@@ -221,16 +287,9 @@ def fit_y(ax, key: str, values: list[float], log: bool, counts: dict) -> None:
         return
     lo, hi = min(values), max(values)
     if log:
-        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
         ax.set_yscale("log")
         ax.set_ylim(lo / 1.5, hi * 1.5)
-        # Ticks at 1, 2 and 5 per decade (1 alone past two decades) in the panel's font:
-        # matplotlib labels the minor ticks of a short log axis, in another size.
-        subs = (1.0,) if hi / lo > 100 * 1.5**2 else (1.0, 2.0, 5.0)
-        ax.yaxis.set_major_locator(LogLocator(subs=subs))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(NullFormatter())
+        plain_log_axis(ax.yaxis, lo, hi)
     elif key == "high_quality_fraction":
         ax.set_ylim(0, 100 * 1.03)
     elif key == "modes_covered" and counts.get("num_modes"):

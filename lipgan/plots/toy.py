@@ -6,6 +6,8 @@ import numpy as np
 
 #: Margin around the data's extent, as a fraction of its half-width.
 MARGIN = 0.15
+#: Where the legend of :func:`draw_samples` hangs, in axes units: under the x label.
+LEGEND_BELOW = -0.12
 
 
 def critic_surface(critic, lim: float = 3.0, n: int = 128, center=(0.0, 0.0)):
@@ -61,7 +63,12 @@ def draw_samples(ax, critic, real: np.ndarray, fake: np.ndarray, lim: float | No
     ax.set_aspect("equal")
     ax.set_xlabel("x₁")
     ax.set_ylabel("x₂")
-    ax.legend(loc="upper right", markerscale=2, framealpha=0.9)
+    # Below the axes, outside the data: inside, at any corner, it covered a mode of some set
+    # (the ring's at (0.7, 0.7) under "upper right").
+    ax.legend(
+        loc="upper center", bbox_to_anchor=(0.5, LEGEND_BELOW), ncols=2, markerscale=2,
+        frameon=False,
+    )  # fmt: skip
     return contour
 
 
@@ -73,10 +80,9 @@ def plot_samples(
 
     plt = pyplot()
 
-    fig, ax = plt.subplots(figsize=(5, 5), dpi=100)
+    fig, ax = plt.subplots(figsize=(5, 5.4), dpi=100, layout="constrained")
     contour = draw_samples(ax, critic, real, fake, lim)
     fig.colorbar(contour, ax=ax, fraction=0.046, pad=0.04, label="critic D(x)")
     ax.set_title(title, fontsize=title_size(title))
-    fig.tight_layout()
     fig.savefig(path, format="png")
     plt.close(fig)

@@ -5,11 +5,23 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 
-from lipgan.study.summary import COLUMNS, _steps_text, mean_se, summarize
+from lipgan.study.summary import (
+    BEATS_WHAT,
+    COLUMNS,
+    _stats,
+    _steps_text,
+    beats,
+    ema_never_averaged,
+    ema_note,
+    mean_se,
+    summarize,
+    uniform_reference,
+)
 
 #: The metric that picks a constraint's median seed for the figure: W1 (toys), FD (digits).
 MEDIAN_BY = ("w1", "digits_fd")
@@ -32,6 +44,8 @@ def _image_grid(images: np.ndarray, columns: int = 8) -> np.ndarray:
     return image_grid(images, columns)
 
 
+#: The most reference lines a curve panel's legend lists (real data, three uniform rows, PacGAN4).
+LEGEND_REFERENCES = 5
 #: Curve panels: (key, title, scale, log y).
 CURVE_PANELS = [
     ("modes_covered", "modes captured", 1.0, False),
@@ -149,7 +163,7 @@ def draw(
         heights = [
             2.3 * -(-len(rows) // panels.SAMPLE_COLUMNS),
             (0.22 * len(rows) + 1.2) * -(-len(keys) // panels.BAR_COLUMNS) if keys else 0.0,
-            5.2 if bands else 0.0,
+            max(5.2, 0.19 * (len(bands) + LEGEND_REFERENCES) + 1.0) if bands else 0.0,
         ]
         blocks.append((dataset, rows, mine, bands, keys, heights))
     notes = [smoke_test_label(results)] if smoke_test else []
@@ -176,12 +190,19 @@ def _draw_block(fig, out, dataset, rows, results, bands, keys, heights, referenc
     from lipgan.plots import study as panels
 
     seeds = max((r["seeds"] for r in rows.values()), default=0)
-    fig.suptitle(
-        f"{dataset}: {len(rows)} constraints × {seeds} seed{'s' if seeds != 1 else ''}, "
-        f"{_steps_text(results, {})} iterations",
-        fontweight="bold",
-        fontsize=panels.FONT_SIZE + 3,
+    never = {
+        c: n
+        for c in rows
+        if (n := ema_never_averaged([r for r in results if r["cell"]["constraint"] == c]))
+    }
+    title = (
+        f"{dataset}: {len(rows)} constraint{'s' if len(rows) != 1 else ''} × {seeds} "
+        f"seed{'s' if seeds != 1 else ''}, "
+        f"{_steps_text(results, {})} iterations"
     )
+    if never:  # why a +EMA row shows the very numbers of its raw row
+        title += f"\n+EMA rows {ema_note(max(never.values()))}"
+    fig.suptitle(title, fontweight="bold", fontsize=panels.FONT_SIZE + 3)
     parts = iter(
         np.atleast_1d(
             fig.subfigures(sum(map(bool, heights)), 1, height_ratios=[h for h in heights if h])
@@ -200,47 +221,82 @@ def _draw_block(fig, out, dataset, rows, results, bands, keys, heights, referenc
     samples = [
         _median_samples(out, [r for r in results if r["cell"]["constraint"] == c]) for c in rows
     ]
+    names = {c: short_label(c) + (" (= raw)" if c in never else "") for c in rows}
     panels.sample_panels(
         next(parts),
         [
-            {"title": short_label(c), "color": colors[c], "samples": xy, "seed": seed}
-            for c, (xy, seed) in zip(rows, samples, strict=True)
+            {"title": names[c], "color": colors[c], "samples": xy, "seed": seed, "note": note}
+            for c, (xy, seed, note) in zip(rows, samples, strict=True)
         ],
         real,
     )
+    uniform = uniform_reference(
+        {n: _stats(r["cells"]) for n, r in ((reference or {}).get("rows") or {}).items()}
+    )
+    losing = {c for c in rows if uniform and beats(rows[c]["stats"], uniform)}
     if keys:
         panels.bar_panels(
             next(parts),
-            [short_label(c) for c in rows],
+            [("✗ " if c in losing else "") + names[c] for c in rows],
             [colors[c] for c in rows],
             [(key, scale, [rows[c]["stats"].get(key) for c in rows]) for key, _, scale, _ in keys],
-            _reference_means(reference, [k for k, *_ in keys]),
+            reference_means(reference, [k for k, *_ in keys]) | pacgan_level(dataset),
             counts,
+            note=f"✗: does not beat uniform noise on all of {BEATS_WHAT}" if losing else "",
         )
     if bands:
         panels.curve_panels(
             next(parts),
-            {short_label(c): (colors[c], band) for c, band in bands.items()},
+            {names[c]: (colors[c], band) for c, band in bands.items()},
             CURVE_PANELS,
-            _reference_means(reference, [k for k, *_ in CURVE_PANELS]),
+            reference_means(reference, [k for k, *_ in CURVE_PANELS]) | pacgan_level(dataset),
             counts,
         )
 
 
-def _median_samples(out: Path, results: list[dict]) -> tuple[np.ndarray | None, int | None]:
-    """(samples.npy of the row's median seed, or None when it has none; that seed)."""
+def _median_samples(out: Path, results: list[dict]) -> tuple:
+    """(samples.npy of the row's median seed, or None when it has none; that seed; why there
+    are none, or ""). A tuned study's rows say whose run dir holds their samples
+    (``samples_cell``, :func:`lipgan.study.tune_report.split_ema`): the run's, which are the
+    EMA's, for the ``+EMA`` row; none kept for the raw row of a run with an EMA."""
     from lipgan.study.runner import cell_dir
     from lipgan.study.spec import Cell
 
     median = _median_cell(results)
     if median is None:
-        return None, None
-    cell = Cell.from_dict(median["cell"])
+        return None, None, ""
+    seed = median["cell"]["seed"]
+    if median.get("samples_cell", median["cell"]) is None:
+        return None, seed, "raw generator's\nsamples not kept\n(the run kept\nthe EMA's)"
+    cell = Cell.from_dict(median.get("samples_cell") or median["cell"])
     path = cell_dir(out, cell) / "samples.npy"
-    return (np.load(path) if path.is_file() else None), cell.seed
+    return (np.load(path) if path.is_file() else None), seed, ""
 
 
-def _reference_means(reference: dict | None, keys) -> dict:
+#: PacGAN4's row of :data:`lipgan.study.tables.PACGAN`, as a reference line's name.
+PACGAN4 = "PacGAN4 (Lin et al. 2018)"
+
+
+def pacgan_level(dataset: str) -> dict:
+    """{:data:`PACGAN4`: {key: mean_se}}: PacGAN4's published means (Lin et al. 2018, Table 1)
+    on ``dataset``, a reference line; {} for a data set PacGAN did not report."""
+    from lipgan.study.tables import PACGAN
+
+    for method, modes, hq, kl in PACGAN.get(dataset, []):
+        if method == "PacGAN4":
+            values = [float(text.split("±")[0]) for text in (modes, hq, kl)]
+            keys = ("modes_covered", "high_quality_fraction", "reverse_kl")
+            scales = (1.0, 0.01, 1.0)  # high quality is published in %, stored as a fraction
+            return {
+                PACGAN4: {
+                    k: (v * s, math.nan, 0, 10)
+                    for k, v, s in zip(keys, values, scales, strict=True)
+                }
+            }
+    return {}
+
+
+def reference_means(reference: dict | None, keys) -> dict:
     """{reference row: {key: mean_se}} of a data set's reference samplers."""
     if not reference:
         return {}

@@ -34,7 +34,8 @@ def write(
     cells = []
     for r in results:
         values = cell_values(r) if r["status"] == "ok" else {}
-        cells.append({**r, "collapsed": is_collapsed(values) if values else None})
+        kept = {k: v for k, v in r.items() if k != "samples_cell"}  # the figure's, not a number
+        cells.append({**kept, "collapsed": is_collapsed(values) if values else None})
     payload = {
         "spec": spec,
         "command": command,

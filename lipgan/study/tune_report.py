@@ -28,26 +28,37 @@ from lipgan.study import report, search, sessions
 from lipgan.study.curve import NO_EMA
 from lipgan.study.figure import short_label
 from lipgan.study.spec import dumps
-from lipgan.study.summary import TARGETS, _stats, beats, summarize
-from lipgan.study.tables import PACGAN, _fmt, _fmt_target
+from lipgan.study.summary import (
+    BEATS_WHAT,
+    EMA_SUFFIX,
+    TARGETS,
+    _stats,
+    beats,
+    ema_note,
+    summarize,
+    uniform_reference,
+)
+from lipgan.study.tables import PACGAN, _fmt, _fmt_target, beats_text
 
-EMA_SUFFIX = " +EMA"
-#: The label of a shared-config study's row (``--shared``) beside a constraint's tuned rows.
 SHARED = "shared config"
 
 
 def split_ema(result: dict) -> list[dict]:
     """``[raw, ema]`` study results of a replicate measured with and without its EMA (``[result]``
-    for one without); the EMA row's constraint is ``SPEC +EMA``."""
+    for one without); the EMA row's constraint is ``SPEC +EMA``. The run's ``samples.npy`` holds
+    the EMA's samples: ``samples_cell`` says whose run dir a row's samples are in (None for the
+    raw row, whose samples are not kept), for the figure (:mod:`lipgan.study.figure`)."""
     metrics = result.get("metrics") or {}
     if result.get("status") != "ok" or NO_EMA not in metrics:
         return [result]
     ema = copy.deepcopy(result)
+    ema["samples_cell"] = copy.deepcopy(result["cell"])
     ema["cell"]["constraint"] += EMA_SUFFIX
     ema["metrics"] = {k: v for k, v in metrics.items() if k != NO_EMA}
     ema["curve"] = [{k: v for k, v in p.items() if k != NO_EMA} for p in result.get("curve", [])]
     raw = copy.deepcopy(result)
     raw["metrics"] = dict(metrics[NO_EMA])
+    raw["samples_cell"] = None
     raw["curve"] = [
         {"step": p["step"], "seconds": p["seconds"], **p.get(NO_EMA, {})}
         for p in result.get("curve", [])
@@ -132,7 +143,7 @@ def shared_rows(study_dirs) -> dict:
 def markdown(
     spec, search_rows, chosen, final_summary, references, command, bench, total, shared=None
 ) -> str:
-    from lipgan.study.references import BOX_EXPECTED, REAL
+    from lipgan.study.references import BOX, BOX_EXPECTED, REAL
 
     lines = ["# lipgan tuned study: each constraint at its own best", ""]
     if command:
@@ -154,8 +165,10 @@ def markdown(
         "*Shared config* rows (`--shared`): the same constraint in a `lipgan study` at the data "
         "set config's own settings, shared by every constraint.",
         "",
-        "*Beats uniform*: the row beats what uniform noise on the data's bounding box scores in "
-        "expectation on all three of modes, high quality and reverse KL. *Iterations to target*: "
+        f"*Beats uniform ({BEATS_WHAT})*: the row beats uniform noise on the data's bounding "
+        "box on every one of modes, high quality and reverse KL (what the noise scores in "
+        "expectation) and W1 (its mean over the seeds' draws, the *uniform* row's W1); **no** "
+        "names the metrics it fails. *Iterations to target*: "
         "the median over seeds of the first curve point at PacGAN4's level (`(k/n)` seeds got "
         "there; *never* when the median seed did not). *Seconds to target*: those iterations × "
         "the row's seconds per iteration in a quiet side-by-side bench (bench.json).",
@@ -167,7 +180,7 @@ def markdown(
     for dataset in spec.datasets:
         ref = references.get(dataset) or {}
         ref_stats = {n: _stats(r["cells"]) for n, r in (ref.get("rows") or {}).items()}
-        expected = ref_stats.get(BOX_EXPECTED, {})
+        uniform = uniform_reference(ref_stats)
         target = TARGETS.get(dataset)
         lines += [f"## {dataset}", ""]
         head = [
@@ -177,7 +190,8 @@ def markdown(
             "modes",
             "high quality %",
             "reverse KL",
-            "beats uniform",
+            "W1",
+            f"beats uniform ({BEATS_WHAT.replace(' and ', ', ')})",
             "iterations to target",
             "seconds to target",
         ]
@@ -204,22 +218,26 @@ def markdown(
                     else final_summary.get(dataset, {}).get(label)
                 )
                 if row is None:
-                    cols = ["–"] * 6
+                    cols = ["–"] * 7
                 else:
                     st = row["stats"]
-                    failed = beats(st, expected) if expected else ["?"]
                     seconds = None if label == SHARED else bench_seconds(bench, dataset, constraint)
                     cols = [
                         _fmt(st.get("modes_covered"), 1.0, 1),
                         _fmt(st.get("high_quality_fraction"), 100.0, 1),
                         _fmt(st.get("reverse_kl"), 1.0, 3),
-                        "yes" if not failed else "**no**",
+                        _fmt(st.get("w1"), 1.0, 3),
+                        beats_text(beats(st, uniform)) if uniform else "?",
                         _fmt_target(row, "iterations"),
                         _seconds_to_target(row, seconds),
                     ]
                 shown = {constraint: config, SHARED: "the shared config"}.get(
                     label, "same runs, EMA"
                 )
+                if label == constraint + EMA_SUFFIX and (
+                    never := ema_never_averaged(spec, dataset)
+                ):
+                    shown += f" ({ema_note(never)})"
                 name = (
                     f"{short_label(constraint)}, shared config"
                     if label == SHARED
@@ -232,19 +250,21 @@ def markdown(
                     + " | ".join(cols)
                     + " |"
                 )
-        for name in (REAL, BOX_EXPECTED):
-            st = ref_stats.get(name)
+        for name in (REAL, BOX_EXPECTED if BOX_EXPECTED in ref_stats else BOX):
+            st = uniform if name != REAL else ref_stats.get(name)
             if st:
                 cols = [
                     _fmt(st.get("modes_covered"), 1.0, 1),
                     _fmt(st.get("high_quality_fraction"), 100.0, 1),
                     _fmt(st.get("reverse_kl"), 1.0, 3),
+                    _fmt(st.get("w1"), 1.0, 3),
                 ]
                 lines.append(f"| *{name}* | – | – | " + " | ".join(cols) + " | – | – | – |")
         for method, modes, hq, kl in PACGAN.get(dataset, []):
             if method == "PacGAN4":
                 lines.append(
-                    f"| *PacGAN4 (Lin et al. 2018)* | – | – | {modes} | {hq} | {kl} | – | – | – |"
+                    f"| *PacGAN4 (Lin et al. 2018)* | – | – | {modes} | {hq} | {kl} | – | – | – "
+                    "| – |"
                 )
         if target:
             lines += [
@@ -266,6 +286,14 @@ def markdown(
         "",
     ]
     return "\n".join(lines)
+
+
+def ema_never_averaged(spec, dataset: str) -> tuple[int, int] | None:
+    """(steps, ema_start) when the replicates of ``dataset`` end before their EMA starts to
+    average (:func:`lipgan.study.summary.ema_never_averaged`), so each ``+EMA`` row equals the
+    raw row of the same runs; None otherwise."""
+    steps = spec.full_steps(dataset)
+    return (steps, spec.ema_start) if steps <= spec.ema_start else None
 
 
 def _searched(row: dict, found: dict) -> str:
@@ -304,61 +332,16 @@ def _seconds_to_target(row: dict, seconds_per_iteration: float | None) -> str:
     return f"{iterations * seconds_per_iteration:.0f} ({hit['reached']}/{hit['of']})"
 
 
-def figure(path: Path, spec, search_rows: dict) -> None:
-    """Per data set: the expected best of k configs, in W1 (the choice's criterion) and in high
-    quality, one line per constraint; and every config's final high quality as a dot."""
-    import matplotlib
+def figure(
+    path: Path, spec, search_rows: dict, chosen: dict | None = None, references: dict | None = None
+) -> None:
+    """``tune.png`` (:func:`lipgan.study.tune_figure.draw`)."""
+    from lipgan.plots import pyplot
+    from lipgan.study.tune_figure import draw
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    datasets = [d for d in spec.datasets if d in search_rows]
-    fig, axes = plt.subplots(
-        3, max(1, len(datasets)), figsize=(6.5 * max(1, len(datasets)), 13), squeeze=False
-    )
-    colors = plt.get_cmap("tab10")
-    for j, dataset in enumerate(datasets):
-        w1_axis, top, bottom = axes[0][j], axes[1][j], axes[2][j]
-        for i, constraint in enumerate(spec.constraints):
-            row = search_rows[dataset].get(constraint)
-            if not row:
-                continue
-            label = short_label(constraint)
-            best_w1 = row.get("best_of_k_w1") or []
-            w1_axis.plot(np.arange(1, len(best_w1) + 1), best_w1, color=colors(i % 10), label=label)
-            k = np.arange(1, len(row["best_of_k"]) + 1)
-            top.plot(k, 100 * np.asarray(row["best_of_k"]), color=colors(i % 10), label=label)
-            jitter = (np.random.default_rng(i).random(len(row["hq"])) - 0.5) * 0.3
-            bottom.scatter(
-                i + jitter, 100 * np.asarray(row["hq"]), s=14, color=colors(i % 10), alpha=0.8
-            )
-        w1_axis.set_title(
-            f"{dataset}: expected best W1 of k configs (the choice; failed trials left out)"
-        )
-        w1_axis.set_xlabel("configs tried (k)")
-        w1_axis.set_ylabel("W1 to the data (lower is better)")
-        w1_axis.set_yscale("log")
-        w1_axis.grid(alpha=0.3, which="both")
-        w1_axis.legend(fontsize=8, loc="upper right")
-        top.set_title(f"{dataset}: expected best high quality of k configs")
-        top.set_xlabel("configs tried (k)")
-        top.set_ylabel("high quality % of the best")
-        top.set_ylim(0, 100)
-        top.grid(alpha=0.3)
-        top.legend(fontsize=8, loc="lower right")
-        bottom.set_title(
-            f"{dataset}: every config's final high quality ({spec.search_steps:,} iterations)"
-        )
-        bottom.set_xticks(range(len(spec.constraints)))
-        bottom.set_xticklabels(
-            [short_label(c) for c in spec.constraints], rotation=30, ha="right", fontsize=8
-        )
-        bottom.set_ylabel("high quality %")
-        bottom.set_ylim(0, 100)
-        bottom.grid(alpha=0.3, axis="y")
-    fig.tight_layout()
+    fig = draw(spec, search_rows, chosen, references)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
+    pyplot().close(fig)
 
 
 def write(
@@ -421,7 +404,7 @@ def write(
         text += halving.section(out, spec)
     paths["markdown"].write_text(text)
     if search_rows:
-        figure(paths["figure"], spec, search_rows)
+        figure(paths["figure"], spec, search_rows, chosen, references)
     else:
         paths.pop("figure")
     return paths
