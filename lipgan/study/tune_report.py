@@ -398,7 +398,7 @@ def write(
     text = markdown(
         spec, search_rows, chosen, final_summary, references, command, bench, total, shared
     )
-    if getattr(spec, "search", "random") == "halving":
+    if spec.search == "halving":
         from lipgan.study import halving
 
         text += halving.section(out, spec)
