@@ -95,6 +95,7 @@ SPACES: dict[str, dict] = {
     "spectral_norm": dict(ADAM),
     "bjorck": dict(ADAM),
     "aol": dict(ADAM),
+    "aoc": dict(ADAM),
 }
 
 #: Settings every config of a constraint gets unchanged (see the module docstring).
