@@ -44,7 +44,7 @@ computed at the layer's input size rather than assumed; a ``⌊c_mid/2⌋ = 0``-
 :mod:`lipgan_plugins.bcop`): that form works on ``c = max(s²·c_in, c_out)`` channels (512 for the
 DCGAN critic's 128 → 256 conv) with ``2(⌈k/s⌉ − 1)`` projectors [c, c/2] and a widened ``s·⌈k/s⌉``
 kernel (6x6 for 5x5 stride 2). AOC's projectors are [c_mid, c_mid/2] with ``c_mid = c_in`` (128),
-a sixteenth of the work per block product, the one large matrix ``R`` [512, 256] is orthonormalized
+a 32nd of the work per tap and block, the one large matrix ``R`` [512, 256] is orthonormalized
 once, and the convolution keeps its 5x5 kernel (25 taps instead of 36). Stride 1 costs the same as
 BCOP (``c_mid = max(c_in, c_out)``, the same matrices). Measured: docs/plugins.md, "aoc".
 
