@@ -61,6 +61,9 @@ lipgan bench --model toy --mode function --mode xla --measure critic_step --step
 # none and GP: critic steps in the default mode.
 lipgan bench --model dcgan --measure critic_step --repetitions 9 --no-keras-io --constraint none \
   --constraint gradient_penalty --constraint aol --constraint bjorck $EXTRA --out "$OUT/dcgan_bjorck"
+# AOC's orthogonal convolutions against BCOP's (bjorck) and the plain critic, interleaved.
+lipgan bench --model dcgan --measure critic_step --constraint none --constraint bjorck \
+  --constraint aoc --mode function --no-keras-io --repetitions 9 $EXTRA --out "$OUT/dcgan_aoc"
 # bf16 critic steps, toy and DCGAN: none and GP (all rows on native-bf16 CPUs are in the toy run).
 lipgan bench --model toy --model dcgan --mode function+bf16 --mode xla+bf16 --measure critic_step \
   --no-keras-io --constraint none --constraint gradient_penalty $EXTRA --out "$OUT/bf16"

@@ -34,6 +34,7 @@ BUILTIN_PLUGINS = {
     "r1": "lipgan_plugins.r1",
     "bjorck": "lipgan_plugins.bjorck",
     "aol": "lipgan_plugins.aol",
+    "aoc": "lipgan_plugins.aoc",
     "default": "lipgan_plugins.default_strategy",
     "mirrored": "lipgan_plugins.mirrored",
     "tpu": "lipgan_plugins.tpu",

@@ -16,6 +16,7 @@ BUILTIN_KWARGS = {
     "r1": {"gamma": 5.0},
     # The kit's idempotence check starts far from orthonormal: steps enough to converge.
     "bjorck": {"projection": 30},
+    "aoc": {"projection": 30},
 }
 
 
@@ -50,7 +51,7 @@ def test_every_builtin_constraint_is_checked():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("index", range(9))
+@pytest.mark.parametrize("index", range(10))
 def test_builtin_passes_in_process_checks(index):
     cls, kwargs = builtins()[index]
     testing.check_constraint(cls, kwargs, replicas=False)
