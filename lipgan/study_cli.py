@@ -18,6 +18,13 @@ def executor_options(executors: list[str]):
     """The options that say where a study's runs go, shared by ``lipgan study`` and ``lipgan
     tune``: ``--executor`` (one of ``executors``), ``--jobs``, ``--threads`` and Ray's."""
 
+    where = {
+        "local": "local: a process pool here",
+        "ray": "ray: one Ray task per run",
+        "tune": "tune: one Ray Tune trial per run",
+    }
+    offered = "; ".join(where[name] for name in executors)
+
     def decorate(command):
         options = [
             click.option(
@@ -25,9 +32,8 @@ def executor_options(executors: list[str]):
                 type=click.Choice(executors),
                 default="local",
                 show_default=True,
-                help="Where runs go: a process pool here, one Ray task per run, or (tune) one "
-                "Ray Tune trial per run (pip install 'lipgan[ray]'; docs/study.md, 'Running a "
-                "study on a cluster').",
+                help=f"Where runs go ({offered}). Ray: pip install 'lipgan[ray]'; docs/study.md, "
+                "'Running a study on a cluster'.",
             ),
             click.option(
                 "--jobs",
@@ -63,6 +69,22 @@ def executor_options(executors: list[str]):
     return decorate
 
 
+class StudyDir(click.Path):
+    """``--out``: a study dir. An empty one is refused (``Path('')`` is the current directory,
+    which would fill with ``runs/``, ``spec.json`` and the report); the rest is checked by
+    :func:`lipgan.study.runner.check_out_dir` before anything is written."""
+
+    def __init__(self):
+        super().__init__(path_type=Path)
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.strip():
+            from lipgan.errors import ConfigError
+
+            raise ConfigError(f"--out {value!r} is empty; give the study directory")
+        return super().convert(value, param, ctx)
+
+
 @click.command()
 @click.option(
     "--constraint",
@@ -96,7 +118,7 @@ def executor_options(executors: list[str]):
 )
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=StudyDir(),
     default=Path("studies/study"),
     show_default=True,
     help="Study dir (re-running resumes it).",
@@ -188,8 +210,9 @@ def check_constraints(constraints, registry) -> list[str]:
 
 
 def make_executor(name, jobs, ray_address, cell_resources, storage):
-    """The cells' executor (None: the runner's local pool); options of the other one are refused
-    with one line, before anything is written. ``tune`` (``lipgan tune`` only) is Ray Tune."""
+    """The cells' executor (local: ``--jobs`` cells at once, default one per core); options of
+    the other one are refused with one line, before anything is written. ``tune`` (``lipgan
+    tune`` only) is Ray Tune."""
     from lipgan.errors import ConfigError
 
     ray_options = {
@@ -201,7 +224,10 @@ def make_executor(name, jobs, ray_address, cell_resources, storage):
         given = [flag for flag, value in ray_options.items() if value is not None]
         if given:
             raise ConfigError(f"{given[0]} is an option of --executor ray")
-        return None
+        from lipgan.study.executors import LocalExecutor
+        from lipgan.study.runner import default_jobs
+
+        return LocalExecutor(jobs or default_jobs()[0])
     if jobs is not None:
         raise ConfigError(
             "--jobs is for --executor local; with Ray, --cell-resources decides how many cells "

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from lipgan.study_cli import executor_options
+from lipgan.study_cli import StudyDir, executor_options
 
 
 @click.command()
@@ -71,7 +71,7 @@ from lipgan.study_cli import executor_options
 @executor_options(["local", "ray", "tune"])
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=StudyDir(),
     default=Path("studies/tuned"),
     show_default=True,
     help="Tuned study dir (re-running resumes it).",
@@ -123,6 +123,9 @@ def tune(
     from lipgan.study_cli import check_constraints, make_executor
 
     registry = load_registry().registry
+    if not constraints:
+        for line in tuned.left_out(registry):
+            click.echo(line, err=True)
     constraints = check_constraints(constraints, registry) or tuned.default_constraints(registry)
     spec = tuned.TuneSpec(
         constraints=tuple(constraints),

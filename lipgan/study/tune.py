@@ -106,6 +106,24 @@ def default_constraints(registry) -> list[str]:
     return [c for c in every(registry) if constraint_name(c) in search.SPACES]
 
 
+def left_out(registry) -> list[str]:
+    """One line per registered constraint that :func:`default_constraints` leaves out, saying
+    why (a study's default takes every constraint but ``none``; a tuned study only those with a
+    search space), so that an installed plugin's constraint is never dropped silently."""
+    from lipgan.study.spec import default_constraints as every
+
+    lines = []
+    by_name = {e.name: e for e in registry.entries("constraint")}
+    for spec in every(registry):
+        name = constraint_name(spec)
+        if name not in search.SPACES:
+            lines.append(
+                f"tune: leaves out constraint {name!r} ({by_name[name].describe()}): it has no "
+                "search space (add a row to lipgan.study.search.SPACES to tune it)"
+            )
+    return lines
+
+
 def constraint_name(spec: str) -> str:
     from lipgan.bench.sweep import parse_spec
 
