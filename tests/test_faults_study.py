@@ -292,3 +292,13 @@ def test_tune_says_which_installed_constraints_it_leaves_out(tmp_path, monkeypat
         "search space (add a row to lipgan.study.search.SPACES to tune it)"
     )
     assert len(result.stderr.splitlines()) == 2  # and the report's own line
+
+
+def test_a_run_dir_that_cannot_be_written_is_no_failed_seed(tmp_path):
+    """The storage's fault, not the method's: nothing is recorded, the study stops in one line
+    (a failed row would stay in the table for good, even after a re-run on good storage)."""
+    (tmp_path / "runs").write_text("a file where the run dirs go")
+    with pytest.raises(ConfigError, match=r"1 cell\(s\) could not use their run dir \(.*cannot "
+                       r"write its run dir .* \(Not a directory\)\)"):  # fmt: skip
+        execute([TINY_CELL], tmp_path, executor=LocalExecutor(1), threads=1)
+    assert not list(tmp_path.rglob("result.json"))

@@ -146,3 +146,37 @@ def test_a_stopped_or_killed_tune_driver_resumes_with_the_same_command(ray_addre
         logged = [json.loads(ln)["step"] for ln in (run_dir / "metrics.jsonl").open()]
         assert logged == sorted(set(logged)) and logged[-1] == 3000
     assert (out / "tune.md").is_file()
+
+
+def test_a_failed_restore_of_tunes_run_state_is_one_line(ray_address):
+    """After kill -9 of the driver, Tune's controller may find no run state to restore (killed
+    before its first save) and logs "Failed to restore the run state." with a 30-line traceback
+    (tune_controller.py), then restarts the experiment, which is right for a study."""
+    import logging
+
+    from lipgan.study.tune_executor import CONTROLLER_LOGGER, TuneExecutor
+
+    class Shown(logging.Handler):  # what reaches a handler (Ray's prints to stderr)
+        def emit(self, record):
+            shown.append(record)
+
+    controller, shown, handler = logging.getLogger(CONTROLLER_LOGGER), [], Shown()
+    controller.addHandler(handler)
+    try:
+        executor, lines = TuneExecutor(), []
+        executor.start()
+        executor.log = lines.append  # as lipgan.study.runner.execute sets it
+        try:
+            raise ValueError("Tried to resume experiment from directory 'X', but no state file")
+        except ValueError:  # what the controller does, with its own logger
+            controller.exception("Failed to restore the run state.")
+        assert shown == []
+        assert lines == [
+            "warning: Ray Tune could not restore its experiment's run state (ValueError: Tried "
+            "to resume experiment from directory 'X', but no state file); it restarts the "
+            "experiment: finished runs are read back, the others resume from their checkpoints"
+        ]
+        controller.error("another error")  # passes as it is
+        assert [r.getMessage() for r in shown] == ["another error"]
+    finally:
+        controller.removeHandler(handler)

@@ -79,7 +79,9 @@ def load_result(out: Path, cell: Cell) -> dict | None:
     return read_result(out, cell)[0]
 
 
-def results_of(out: Path, cells: list[Cell], warn: Callable[[str], None] = None) -> dict:
+def results_of(
+    out: Path, cells: list[Cell], warn: Callable[[str], None] | None = None
+) -> dict[Cell, dict]:
     """``{cell: result}`` of the finished ``cells``; a ``result.json`` that is no result is one
     ``warning:`` line to ``warn`` (default: stderr, even under --quiet) and an unfinished cell."""
     warn = warn or _warn
@@ -221,10 +223,14 @@ def run_cell_process(
     run_dir = cell_dir(out, cell)
     if (result := load_result(out, cell)) is not None:
         return result
-    _move_other_cell_aside(run_dir, cell)
-    run_dir.mkdir(parents=True, exist_ok=True)
     cell_file = run_dir / "cell.json"
-    cell_file.write_text(dumps(cell.as_dict()))
+    try:
+        _move_other_cell_aside(run_dir, cell)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        cell_file.write_text(dumps(cell.as_dict()))
+    except OSError as exc:  # the storage, not the method: nothing recorded, as a refused run dir
+        error = f"cannot write its run dir {run_dir} ({exc.strerror or exc})"
+        return {"status": "refused", "error": error, "cell": cell.as_dict()}
     env = {"LIPGAN_STUDY_THREADS": str(threads)} if threads else {}
     proc = processes.run([str(cell_file), str(run_dir)], env, run_dir / "cell.log")
     if proc is None:
