@@ -181,16 +181,18 @@ class CellProcesses:
                 if proc.poll() is None:
                     proc.send_signal(forward)
 
-    def run(self, args: list[str], env: dict, log: Path) -> subprocess.CompletedProcess | None:
-        """Run ``python -m lipgan.study.cell ARGS`` to its end, ``env`` overriding the variables
-        of :func:`lipgan.child_process.environment`; None when a stop was requested first.
+    def run(self, args: list[str], env: dict) -> subprocess.CompletedProcess | None:
+        """Run ``python -m lipgan.study.cell CELL_JSON RUN_DIR`` to its end, ``env`` overriding
+        the variables of :func:`lipgan.child_process.environment`; None when a stop was
+        requested first.
 
-        The cell's output goes straight to the file ``log`` (appended: a resumed cell keeps
+        The cell's output goes straight to ``RUN_DIR/cell.log`` (appended: a resumed cell keeps
         every part), so a cell that outlives the study process (``kill -9`` of the study)
         still logs all it says; the completed process's ``stderr`` is what it appended. The cell
         runs in the study's working folder, so that relative paths in its bindings mean what
         they mean to the study command.
         """
+        log = Path(args[1]) / "cell.log"
         with open(log, "a") as output:
             start = output.tell()
             with self._lock:
@@ -232,7 +234,7 @@ def run_cell_process(
         error = f"cannot write its run dir {run_dir} ({exc.strerror or exc})"
         return {"status": "refused", "error": error, "cell": cell.as_dict()}
     env = {"LIPGAN_STUDY_THREADS": str(threads)} if threads else {}
-    proc = processes.run([str(cell_file), str(run_dir)], env, run_dir / "cell.log")
+    proc = processes.run([str(cell_file), str(run_dir)], env)
     if proc is None:
         return None
     result = load_result(out, cell)
