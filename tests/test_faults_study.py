@@ -221,6 +221,8 @@ def test_an_out_that_cannot_be_a_study_dir_is_one_line_and_nothing_is_written(
         assert line.startswith(f"Error: --out {locked}: {locked} is not writable"), line
         line = _one_line_error([*args, "--out", locked / "sub"])
         assert "is not writable" in line
+        line = _one_line_error([*args, "--out", locked, "--report-only"])
+        assert "is not writable" in line
         assert list(locked.iterdir()) == []  # no sessions/*.json, no spec.json
     finally:
         _mutable(locked)

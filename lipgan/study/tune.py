@@ -283,7 +283,9 @@ def run_tune(
     spec.check()
     out = Path(out)
     log = log or (lambda line: None)
-    if not report_only:
+    if report_only:
+        runner.check_out_dir(out)  # the report is written there
+    else:
         _check_out(out, spec, force)
     executor = executor or LocalExecutor(runner.default_jobs()[0])
 
