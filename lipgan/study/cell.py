@@ -229,7 +229,8 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
         timing.stopped()
         raise
     trainer = timing.trainer  # the one trainer: training, the curve and the final evaluation
-    train_seconds = time.perf_counter() - started
+    # Kept before the evaluation, so that a second driver's re-run finds it as soon as it can.
+    timed = timing_of(timing, time.perf_counter() - started, state.step, run_dir)
     began = time.perf_counter()
 
     def measured(generator=None) -> dict:
@@ -260,7 +261,7 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
         "status": "ok",
         "step": state.step,
         "metrics": metrics,
-        **timing_of(timing, train_seconds, state.step, run_dir),
+        **timed,
         "final_eval_seconds": time.perf_counter() - began,
     }
     if timing.curve is not None:
