@@ -242,10 +242,9 @@ def _check_out(out: Path, spec: TuneSpec, force: bool) -> None:
 
 
 def finished(cells: list[Cell], out: Path) -> dict[Cell, dict]:
-    from lipgan.study.runner import load_result
+    from lipgan.study.runner import results_of
 
-    found = {cell: load_result(out, cell) for cell in cells}
-    return {cell: r for cell, r in found.items() if r is not None}
+    return results_of(out, cells)  # a result.json that holds no result: a warning line
 
 
 @dataclasses.dataclass
