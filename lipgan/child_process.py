@@ -39,15 +39,16 @@ def environment(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def start(module: str, *args, env: Mapping[str, str] | None = None, **popen) -> subprocess.Popen:
-    """Start ``python -m module args`` (see the module docstring); stdout and stderr are pipes.
+    """Start ``python -m module args`` (see the module docstring); stdout and stderr are pipes
+    unless ``popen`` names others (a file the child writes itself, e.g. a study cell's log).
 
     ``env`` overrides variables of :func:`environment`; ``popen`` goes to ``subprocess.Popen``
     (e.g. ``start_new_session=True`` for a child that must not get the terminal's Ctrl-C).
     """
     return subprocess.Popen(
         command(module, *args),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=popen.pop("stdout", subprocess.PIPE),
+        stderr=popen.pop("stderr", subprocess.PIPE),
         text=True,
         env=environment(env),
         cwd=popen.pop("cwd", tempfile.gettempdir()),

@@ -180,3 +180,19 @@ def make_executor(name: str, command_name: str, registry, **options):
             where = " or ".join(f"--executor {t}" for t in takers) or "no executor here"
             raise ConfigError(f"{OPTION_FLAGS[key]} is an option of {where}, not of {name}")
     return cls.from_options(**given)
+
+
+class StudyDir(click.Path):
+    """``--out``: a study dir. An empty one is refused (``Path('')`` is the current directory,
+    which would fill with ``runs/``, ``spec.json`` and the report); the rest is checked by
+    :func:`lipgan.study.runner.check_out_dir` before anything is written."""
+
+    def __init__(self):
+        super().__init__(path_type=Path)
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.strip():
+            from lipgan.errors import ConfigError
+
+            raise ConfigError(f"--out {value!r} is empty; give the study directory")
+        return super().convert(value, param, ctx)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from lipgan.cli_shared import check_constraints, executor_options, make_executor
+from lipgan.cli_shared import StudyDir, check_constraints, executor_options, make_executor
 
 
 @click.command()
@@ -49,7 +49,7 @@ from lipgan.cli_shared import check_constraints, executor_options, make_executor
 )
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=StudyDir(),
     default=Path("studies/study"),
     show_default=True,
     help="Study dir (re-running resumes it).",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from lipgan.cli_shared import check_constraints, executor_options, make_executor
+from lipgan.cli_shared import StudyDir, check_constraints, executor_options, make_executor
 
 
 @click.command()
@@ -101,7 +101,7 @@ from lipgan.cli_shared import check_constraints, executor_options, make_executor
 @executor_options("tune")
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=StudyDir(),
     default=Path("studies/tuned"),
     show_default=True,
     help="Tuned study dir (re-running resumes it).",

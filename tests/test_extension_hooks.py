@@ -197,7 +197,8 @@ def test_a_third_party_constraint_with_a_search_space_is_tuned_and_one_without_i
     assert "tunable_penalty" in tune.default_constraints(plugin)
     assert "untunable_penalty" not in tune.default_constraints(plugin)
     assert tune.left_out(plugin) == [
-        "lipgan tune leaves out constraint 'untunable_penalty': Untunable declares no search_space"
+        "tune: leaves out constraint 'untunable_penalty' (plugin 'test_extensions' (built-in)): "
+        "Untunable declares no search_space; declare a search_space to tune it (docs/plugins.md)"
     ]
     config = search.draw("tunable_penalty", 0, plugin)
     assert 0.5 <= config["weight"] <= 2.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -28,6 +29,7 @@ from tests.helpers import (
     TINY,
     processes_mentioning,
     resume_study,
+    returns_within,
     stop_study_once_cells_log,
     wait_until,
 )
@@ -359,3 +361,91 @@ def test_the_driver_lands_results_it_does_not_see_and_a_lost_worker_is_not_a_res
 
     executor.ray, executor.signum = Ray(error=ray.exceptions.TaskCancelledError()), 15
     assert executor._land(tmp_path, cell, None) is None  # cancelled by a stop: not a result
+
+
+# --- issue #42: what Ray would wait on forever, refused in one line ------------------------------
+
+
+@pytest.mark.parametrize(
+    "resources, named",
+    [("unknown=1", "no resource 'unknown'"), ("num_cpus=1000", "CPU=2 in all")],
+)
+def test_cell_resources_the_cluster_lacks_are_refused_at_start_naming_them(
+    ray_address, tmp_path, resources, named
+):
+    """A task asking for more than the cluster has would wait forever without a word."""
+    from lipgan.errors import ConfigError
+    from lipgan.study.executors import RayExecutor, parse_resources
+
+    executor = RayExecutor(resources=parse_resources(resources))
+    with pytest.raises(ConfigError, match=f"--cell-resources {resources}: .*{named}"):
+        returns_within(executor.start)
+    out = tmp_path / "q"
+    args = ["--quick", "--constraint", "gradient_penalty", "--out", out, "--executor", "ray"]
+    line = _one_line_error([*args, "--cell-resources", resources])
+    assert named in line, line
+    assert not (out / "runs").exists() and not (out / "sessions").exists()  # nothing recorded
+
+
+def test_a_storage_no_worker_can_write_is_refused_naming_the_path(ray_address, tmp_path):
+    """Not a failed seed for good per cell, with Ray's coloured traceback as its error."""
+    from lipgan.errors import ConfigError
+    from lipgan.study.executors import RayExecutor
+
+    with pytest.raises(ConfigError, match="--storage /proc/nope: cannot write there"):
+        returns_within(RayExecutor(storage="/proc/nope").start)
+    out = tmp_path / "q"
+    args = ["--quick", "--constraint", "gradient_penalty", "--out", out, "--executor", "ray"]
+    line = _one_line_error([*args, "--storage", "/proc/nope"])
+    assert line.startswith("Error: --storage /proc/nope: cannot write there from a Ray worker")
+    assert "\x1b[" not in line
+    assert not list(out.rglob("result.json")) and not (out / "sessions").exists()
+
+
+def test_a_ray_address_where_no_cluster_answers_is_one_line_within_seconds(tmp_path):
+    """``ray.init`` retried 127.0.0.1:1 for minutes, and took 38 s to stop after SIGTERM."""
+    from tests.conftest import finish, start_python
+
+    pytest.importorskip("ray")
+    out = tmp_path / "never"
+    args = ["-c", CLI, "study", "--quick", "--quiet", "--constraint", "gradient_penalty"]
+    args += ["--out", out]
+    # a hang guard: TF's import takes up to ~30 s on 2 busy cores, the refusal itself is at once
+    done = finish(start_python(*args, "--executor", "ray", "--ray-address", "127.0.0.1:1"), 120)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines() == [
+        "Error: --ray-address 127.0.0.1:1: no Ray cluster answers there (Connection refused, "
+        "waited at most 10s); start one with `ray start --head` or fix the address"
+    ]
+    assert not (out / "sessions").exists()
+
+
+@pytest.mark.parametrize(
+    "address, says",
+    [
+        ("not-an-address", "is not HOST:PORT"),
+        ("127.0.0.1:99999", "is not HOST:PORT"),
+        ("ray://127.0.0.1:port", "is not HOST:PORT"),
+        ("127.0.0.1:1", "Connection refused"),
+        ("ray://127.0.0.1:1", "Connection refused"),
+        ("10.0.0.1:6379", r"no Ray cluster answers there \(timed out, waited at most 1s\)"),
+    ],
+)
+def test_a_malformed_or_unreachable_ray_address_is_one_line(monkeypatch, address, says):
+    from lipgan.errors import ConfigError
+    from lipgan.study import ray_checks
+
+    monkeypatch.setattr(ray_checks, "CONNECT_TIMEOUT", 1.0)
+    if address.startswith("10."):  # a host that never answers (here a sandbox may proxy any
+        # outbound connection, so the timeout is the socket's, as create_connection raises it)
+
+        def never_answers(where, timeout):
+            raise TimeoutError("timed out")
+
+        monkeypatch.setattr(ray_checks.socket, "create_connection", never_answers)
+    with pytest.raises(ConfigError, match=says) as info:
+        returns_within(lambda: ray_checks.check_address(address), 10)
+    assert "\n" not in str(info.value)
+    monkeypatch.setenv("RAY_ADDRESS", address)
+    with pytest.raises(ConfigError, match=f"^RAY_ADDRESS '?{re.escape(address)}"):
+        returns_within(lambda: ray_checks.check_address(None), 10)

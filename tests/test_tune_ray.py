@@ -146,3 +146,93 @@ def test_a_stopped_or_killed_tune_driver_resumes_with_the_same_command(ray_addre
         logged = [json.loads(ln)["step"] for ln in (run_dir / "metrics.jsonl").open()]
         assert logged == sorted(set(logged)) and logged[-1] == 3000
     assert (out / "tune.md").is_file()
+
+
+def test_a_failed_restore_of_tunes_run_state_is_one_line(ray_address):
+    """After kill -9 of the driver, Tune's controller may find no run state to restore (killed
+    before its first save) and logs "Failed to restore the run state." with a 30-line traceback
+    (tune_controller.py), then restarts the experiment, which is right for a study."""
+    import logging
+
+    from lipgan.study.tune_executor import CONTROLLER_LOGGER, TuneExecutor
+
+    class Shown(logging.Handler):  # what reaches a handler (Ray's prints to stderr)
+        def emit(self, record):
+            shown.append(record)
+
+    controller, shown, handler = logging.getLogger(CONTROLLER_LOGGER), [], Shown()
+    controller.addHandler(handler)
+    try:
+        executor, lines = TuneExecutor(), []
+        executor.start()
+        executor.log = lines.append  # as lipgan.study.runner.execute sets it
+        try:
+            raise ValueError("Tried to resume experiment from directory 'X', but no state file")
+        except ValueError:  # what the controller does, with its own logger
+            controller.exception("Failed to restore the run state.")
+        assert shown == []
+        assert lines == [
+            "warning: Ray Tune could not restore its experiment's run state (ValueError: Tried "
+            "to resume experiment from directory 'X', but no state file); it restarts the "
+            "experiment: finished runs are read back, the others resume from their checkpoints"
+        ]
+        controller.error("another error")  # passes as it is
+        assert [r.getMessage() for r in shown] == ["another error"]
+    finally:
+        controller.removeHandler(handler)
+
+
+@pytest.mark.slow
+def test_a_tune_driver_that_died_before_tunes_first_save_restores_with_one_line(
+    ray_address, tmp_path, monkeypatch
+):
+    """The real case: a driver killed after ``tune.Tuner`` wrote ``tuner.pkl`` but before the
+    controller saved its first run state. The same cells then restore the experiment, Tune
+    cannot restore its run state and restarts it; the study says so in one line, and each
+    trial reads back its run's finished result (nothing trains here)."""
+    import logging
+
+    from ray import tune as ray_tune
+
+    from lipgan.study.spec import Cell
+    from lipgan.study.tune_executor import CONTROLLER_LOGGER, TUNE_DIR, TuneExecutor
+
+    cells = [Cell("8gaussians", "gradient_penalty", seed, 10, 1000) for seed in range(2)]
+    for cell in cells:
+        cell_dir(tmp_path, cell).mkdir(parents=True)
+        result = {"status": "ok", "metrics": {"w1": 0.1 + cell.seed}, "cell": cell.as_dict()}
+        (cell_dir(tmp_path, cell) / "result.json").write_text(json.dumps(result))
+
+    class Died(Exception):
+        pass
+
+    def die(self):
+        raise Died
+
+    monkeypatch.setattr(ray_tune.Tuner, "fit", die)  # the driver dies inside fit
+    with pytest.raises(Died):
+        for _ in TuneExecutor().run(tmp_path, cells, 1):
+            pass
+    assert list((tmp_path / TUNE_DIR).glob("*/tuner.pkl"))  # left for Tuner.restore
+    monkeypatch.undo()
+
+    class Shown(logging.Handler):
+        def emit(self, record):
+            shown.append(record.getMessage())
+
+    controller, shown, handler = logging.getLogger(CONTROLLER_LOGGER), [], Shown()
+    controller.addHandler(handler)
+    try:
+        executor, lines = TuneExecutor(), []
+        executor.start()
+        executor.log = lines.append
+        results = dict(executor.run(tmp_path, cells, 1))
+    finally:
+        controller.removeHandler(handler)
+    assert [results[c]["metrics"]["w1"] for c in cells] == [0.1, 1.1]
+    assert lines[0].startswith("restoring the Ray Tune experiment"), lines
+    assert lines[1].startswith(
+        "warning: Ray Tune could not restore its experiment's run state ("
+    ), lines
+    assert len(lines) == 2 and not [m for m in shown if "Failed to restore" in m], shown
+    assert not list((tmp_path / TUNE_DIR).glob("*/tuner.pkl"))  # ended: nothing to restore

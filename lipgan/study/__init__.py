@@ -57,6 +57,7 @@ def run_study(
     from lipgan.study import report, runner
 
     if report_only:
+        runner.check_out_dir(Path(out))  # the report is written there
         results = runner.finished_results(spec, Path(out))
         if not results:
             raise ConfigError(f"{out} holds no finished cell of this study yet: nothing to report")

@@ -155,6 +155,43 @@ def train_cell(
     )
 
 
+#: The training clock of the session that trained a cell to its end, kept in its run dir.
+TIMING_FILE = "timing.json"
+TIMING_KEYS = ("seconds_per_iteration", "time_includes_compile", "train_seconds")
+
+
+def timing_of(timing: Timing, train_seconds: float, step: int, run_dir: Path) -> dict:
+    """The result's timing fields, from the session that trained the cell to ``step``.
+
+    A session that trained nothing (a finished cell run again: its ``result.json`` was lost,
+    or a second driver on the same study) measured no iteration: it reports the timing that
+    the training session kept in ``run_dir/timing.json``, never its own. Where none was kept
+    (a run dir of an older lipgan), the fields are None and ``timing_lost`` says why, so the
+    report marks the row rather than average fewer seeds' timings silently.
+    """
+    per_iteration, includes_compile = timing.per_iteration()
+    trained = len(timing.marks) >= 2 and timing.marks[-1][0] > timing.marks[0][0]
+    path = run_dir / TIMING_FILE
+    if trained:
+        fields = {
+            "seconds_per_iteration": per_iteration,
+            "time_includes_compile": includes_compile,
+            "train_seconds": train_seconds,
+        }
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"step": step, **fields}, indent=1))
+        os.replace(tmp, path)
+        return fields
+    try:
+        kept = json.loads(path.read_text())
+        if isinstance(kept, dict) and kept.get("step") == step:
+            return {key: kept.get(key) for key in TIMING_KEYS}
+    except (OSError, ValueError):
+        pass
+    lost = f"this run dir was trained to step {step} before and its timing was not kept"
+    return {**dict.fromkeys(TIMING_KEYS), "timing_lost": lost}
+
+
 def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
     """Call ``fit(progress)`` (a fit of one trainer in ``run_dir``) with the cell's clock and
     curve, then evaluate what it trained on ``eval_samples``: the cell's result."""
@@ -169,7 +206,8 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
         timing.stopped()
         raise
     trainer = timing.trainer  # the one trainer: training, the curve and the final evaluation
-    train_seconds = time.perf_counter() - started
+    # Kept before the evaluation, so that a second driver's re-run finds it as soon as it can.
+    timed = timing_of(timing, time.perf_counter() - started, state.step, run_dir)
     began = time.perf_counter()
 
     def measured(generator=None) -> dict:
@@ -194,14 +232,11 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
         np.save(run_dir / "samples.npy", np.asarray(fake, np.float32))
     else:  # images: the first 64 for the report's sample grid
         np.save(run_dir / "samples.npy", np.asarray(fake[:64], np.float32))
-    per_iteration, includes_compile = timing.per_iteration()
     result = {
         "status": "ok",
         "step": state.step,
         "metrics": metrics,
-        "seconds_per_iteration": per_iteration,
-        "time_includes_compile": includes_compile,
-        "train_seconds": train_seconds,
+        **timed,
         "final_eval_seconds": time.perf_counter() - began,
     }
     if timing.curve is not None:

@@ -24,6 +24,7 @@ is kept where.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import threading
@@ -36,6 +37,7 @@ from lipgan.errors import ConfigError, first_line
 from lipgan.executor import Executor
 from lipgan.interrupt import ORPHAN_ENV
 from lipgan.rundir import LOCK
+from lipgan.study.ray_checks import check_address, check_resources, check_storage, plain
 from lipgan.study.runner import (
     UNRECORDED,
     CellProcesses,
@@ -124,9 +126,10 @@ def parse_resources(text: str) -> dict[str, float]:
             number = float(value)
         except ValueError:
             number = -1.0
-        if not sep or not key.strip() or number < 0:
+        if not sep or not key.strip() or not 0 <= number < math.inf:  # nan fails too
             raise ConfigError(
-                f"--cell-resources: {item!r} is not NAME=NUMBER (e.g. num_cpus=1,num_gpus=0.25)"
+                f"--cell-resources: {item!r} is not NAME=NUMBER with a finite NUMBER >= 0 "
+                "(e.g. num_cpus=1,num_gpus=0.25)"
             )
         resources[key.strip()] = number
     return resources
@@ -201,15 +204,33 @@ class RayExecutor(Executor):
         return {**options, "max_retries": RAY_MAX_RETRIES, "retry_exceptions": False}
 
     def start(self) -> None:
-        """Connect to Ray, unless this process already is (a notebook, a test). Ray's driver
-        start-up installs a C-level SIGTERM handler (a stack dump, then abort); the study's stop
-        handlers, installed after this, replace it while the study runs."""
+        """Connect to Ray, unless this process already is (a notebook, a test), then refuse in
+        one line what Ray would wait on forever: an address where no cluster answers
+        (:mod:`lipgan.study.ray_checks`), cell resources the cluster does not have, a
+        ``--storage`` its workers cannot write. Ray's driver start-up installs a C-level SIGTERM handler (a
+        stack dump, then abort); the study's stop handlers, installed after this, replace it
+        while the study runs."""
         import logging
 
         ray = self.ray
         self._owned = not ray.is_initialized()
         if self._owned:
-            ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
+            check_address(self.address)
+            try:
+                ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
+            except Exception as exc:  # Ray's ConnectionError, ValueError...: one line
+                raise ConfigError(
+                    f"--ray-address {self.address or '(Ray default)'}: cannot connect to Ray "
+                    f"({plain(first_line(exc))})"
+                ) from None
+        try:
+            check_resources(ray, self.resources)
+            if self.storage is not None:  # else the study dir, checked before any write
+                check_storage(ray, self.storage)
+        except BaseException:
+            if self._owned:
+                ray.shutdown()
+            raise
 
     def run(self, out, cells, threads):
         if not cells:
@@ -241,7 +262,7 @@ class RayExecutor(Executor):
         except self.ray.exceptions.RayError as exc:
             if self.signum is not None:  # cancelled by the stop request: nothing recorded
                 return None
-            error = f"{type(exc).__name__}: {first_line(exc)}"
+            error = plain(f"{type(exc).__name__}: {first_line(exc)}")
             lost = tuple(getattr(self.ray.exceptions, name) for name in LOST)
             if isinstance(exc, lost):  # not a result of the method: not recorded, as in the pool
                 error = f"its Ray worker died {RAY_MAX_RETRIES + 1} times ({error})"

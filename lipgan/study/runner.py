@@ -21,6 +21,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -48,23 +49,83 @@ def cell_dir(out: Path, cell: Cell) -> Path:
     return out / "runs" / cell.name
 
 
-def load_result(out: Path, cell: Cell) -> dict | None:
-    """The recorded result of ``cell`` or None when it is unfinished (or was another cell)."""
+def read_result(out: Path, cell: Cell) -> tuple[dict | None, str | None]:
+    """(the recorded result of ``cell`` or None, why a ``result.json`` there is no result).
+
+    Anything but a cell's result (a torn write, ``[]``, a dict without a status, another
+    cell's) is not a result: the cell is unfinished and runs again. The reason is None when
+    there is no file or it records another cell (moved aside when the cell runs).
+    """
     path = cell_dir(out, cell) / "result.json"
     try:
         result = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return result if result.get("cell") == cell.as_dict() else None
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+    if not isinstance(result, dict):
+        return None, f"a JSON {type(result).__name__}, not a result"
+    if result.get("cell") != cell.as_dict():
+        return None, None
+    if result.get("status") not in ("ok", "failed") or not isinstance(
+        result.get("metrics", {}), dict
+    ):
+        return None, f"no result (status {result.get('status')!r})"
+    return result, None
+
+
+def load_result(out: Path, cell: Cell) -> dict | None:
+    """The recorded result of ``cell`` or None when it is unfinished (or was another cell)."""
+    return read_result(out, cell)[0]
+
+
+def results_of(
+    out: Path, cells: list[Cell], warn: Callable[[str], None] | None = None
+) -> dict[Cell, dict]:
+    """``{cell: result}`` of the finished ``cells``; a ``result.json`` that is no result is one
+    ``warning:`` line to ``warn`` (default: stderr, even under --quiet) and an unfinished cell."""
+    warn = warn or _warn
+    found = {}
+    for cell in cells:
+        result, problem = read_result(Path(out), cell)
+        if problem:
+            path = cell_dir(Path(out), cell) / "result.json"
+            warn(f"warning: {path} holds {problem}; the cell counts as unfinished and runs again")
+        if result is not None:
+            found[cell] = result
+    return found
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def finished_results(spec: StudySpec, out: Path) -> list[dict]:
     """The recorded results of ``spec``'s finished cells under ``out``, in grid order."""
-    results = (load_result(Path(out), cell) for cell in spec.cells())
-    return [result for result in results if result is not None]
+    return list(results_of(Path(out), spec.cells()).values())
+
+
+def check_out_dir(out: Path, option: str = "--out") -> None:
+    """One line, before anything is written, for a study dir that cannot be one: a file, under
+    a file, or in a place this process cannot write (read-only, immutable, /proc)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{option} {out} is a file, not a directory; pick another {option}")
+    existing = next(p for p in (out, *out.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise ConfigError(
+            f"{option} {out}: {existing} is a file, so no directory can be made under it; "
+            f"pick another {option}"
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"{option} {out}: {existing} is not writable (read-only or immutable); pick a "
+            f"writable {option}"
+        )
 
 
 def _check_out(out: Path, spec: StudySpec, force: bool) -> None:
+    check_out_dir(out)
     path = out / "spec.json"
     if path.is_file():
         try:
@@ -77,10 +138,15 @@ def _check_out(out: Path, spec: StudySpec, force: bool) -> None:
                 f"{path} holds {what}; use another --out, or pass --force to replace it (cells "
                 "recorded for another spec are moved aside, not overwritten)"
             )
-    out.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")  # atomic: a kill leaves the old spec or the new
-    tmp.write_text(dumps(spec.as_dict()))
-    os.replace(tmp, path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(dumps(spec.as_dict()))
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ConfigError(
+            f"--out {out}: cannot write {path} ({exc.strerror or exc}); pick a writable --out"
+        ) from None
 
 
 #: Exit statuses of a cell stopped by a signal (lipgan's graceful stop exits 128 + signal; a
@@ -116,43 +182,61 @@ class CellProcesses:
                     proc.send_signal(forward)
 
     def run(self, args: list[str], env: dict) -> subprocess.CompletedProcess | None:
-        """Run ``python -m lipgan.study.cell ARGS`` to its end, ``env`` overriding the variables
-        of :func:`lipgan.child_process.environment`; None when a stop was requested first.
+        """Run ``python -m lipgan.study.cell CELL_JSON RUN_DIR`` to its end, ``env`` overriding
+        the variables of :func:`lipgan.child_process.environment`; None when a stop was
+        requested first.
 
-        The cell runs in the study's working folder, so that relative paths in its bindings
-        mean what they mean to the study command.
+        The cell's output goes straight to ``RUN_DIR/cell.log`` (appended: a resumed cell keeps
+        every part), so a cell that outlives the study process (``kill -9`` of the study)
+        still logs all it says; the completed process's ``stderr`` is what it appended. The cell
+        runs in the study's working folder, so that relative paths in its bindings mean what
+        they mean to the study command.
         """
-        with self._lock:
-            if self.signum is not None:
-                return None
-            proc = child_process.start(
-                "lipgan.study.cell", *args, env=env, cwd=os.getcwd(), start_new_session=True
-            )
-            self._live.add(proc)
-        try:
-            return child_process.finish(proc)
-        finally:
+        log = Path(args[1]) / "cell.log"
+        with open(log, "a") as output:
+            start = output.tell()
             with self._lock:
-                self._live.discard(proc)
+                if self.signum is not None:
+                    return None
+                proc = child_process.start(
+                    "lipgan.study.cell", *args, env=env, cwd=os.getcwd(), start_new_session=True,
+                    stdout=output, stderr=subprocess.STDOUT,
+                )  # fmt: skip
+                self._live.add(proc)
+            try:
+                proc.wait()
+            finally:
+                with self._lock:
+                    self._live.discard(proc)
+        with open(log, errors="replace") as written:
+            written.seek(start)
+            return subprocess.CompletedProcess(proc.args, proc.returncode, "", written.read())
 
 
 def run_cell_process(
     out: Path, cell: Cell, threads: int, processes: CellProcesses | None = None
 ) -> dict | None:
     """Run ``cell`` in its own process; its result, or None when it was stopped by a signal (or
-    never started because the study is stopping): an unfinished cell, resumed by a re-run."""
+    never started because the study is stopping): an unfinished cell, resumed by a re-run.
+
+    A cell another driver finished since this one looked (two drivers on one ``--out``) is
+    not run again: its result is read back."""
     processes = processes or CellProcesses()
     run_dir = cell_dir(out, cell)
-    _move_other_cell_aside(run_dir, cell)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    if (result := load_result(out, cell)) is not None:
+        return result
     cell_file = run_dir / "cell.json"
-    cell_file.write_text(dumps(cell.as_dict()))
+    try:
+        _move_other_cell_aside(run_dir, cell)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        cell_file.write_text(dumps(cell.as_dict()))
+    except OSError as exc:  # the storage, not the method: nothing recorded, as a refused run dir
+        error = f"cannot write its run dir {run_dir} ({exc.strerror or exc})"
+        return {"status": "refused", "error": error, "cell": cell.as_dict()}
     env = {"LIPGAN_STUDY_THREADS": str(threads)} if threads else {}
     proc = processes.run([str(cell_file), str(run_dir)], env)
     if proc is None:
         return None
-    with open(run_dir / "cell.log", "a") as log:  # appended: a resumed cell keeps both parts
-        log.write(proc.stdout + proc.stderr)
     result = load_result(out, cell)
     if result is None and proc.returncode in STOP_STATUSES:
         return None
@@ -245,14 +329,10 @@ def execute(
     out = Path(out)
     threads = threads if threads is not None else (executor.default_threads or default_jobs()[1])
     log = log or (lambda line: None)
-    results: dict[Cell, dict] = {}
-    todo = []
-    for cell in cells:
-        result = load_result(out, cell)
-        if result is None:
-            todo.append(cell)
-        else:
-            results[cell] = result
+    results = results_of(out, cells)
+    todo = [cell for cell in cells if cell not in results]
+    if todo:  # before the stop handlers (Ray's start-up installs its own) and before any
+        executor.start()  # record: an executor that cannot run the cells refuses in one line
     total, started = len(cells), time.perf_counter()
     log(
         f"study: {total} cells, {len(results)} already finished, {len(todo)} to run, "
@@ -262,8 +342,6 @@ def execute(
     refused: list[str] = []
     executor.log = log  # an executor's own lines (e.g. Ray Tune restoring an experiment)
     session = sessions.DriverSession.start(out) if todo else None
-    if todo:
-        executor.start()  # before the stop handlers: Ray's start-up installs its own
     with _forwarding_signals(executor), _recording(session, executor):
         for n, (cell, result) in enumerate(executor.run(out, todo, threads), 1):
             if result is None:

@@ -72,6 +72,21 @@ def _fmt(stat, scale: float, digits: int) -> str:
     return f"{mean * scale:.{digits}f}{se_text}{inf_text}"
 
 
+def _fmt_timed(row: dict, key: str, scale: float, digits: int) -> str:
+    """A row's column; a timing that fewer seeds measured than the row holds (a finished cell
+    run again whose timing was not kept: ``timing_lost``) says over how many it is averaged."""
+    stat = row["stats"].get(key)
+    text = _fmt(stat, scale, digits)
+    if key == "seconds_per_iteration" and _timed(row) < row["seeds"]:
+        text += f" [timed {_timed(row)}/{row['seeds']}]"
+    return text
+
+
+def _timed(row: dict) -> int:
+    stat = row["stats"].get("seconds_per_iteration")
+    return stat[3] if stat else 0
+
+
 def _fmt_target(row: dict, key: str) -> str:
     hit = row.get("to_target")
     if not hit:
@@ -166,7 +181,7 @@ def markdown(
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         mine = [r for r in results if r["cell"]["dataset"] == dataset]
         for constraint, row in rows.items():
-            cols = [_fmt(row["stats"].get(k), scale, d) for k, _, scale, d in keys]
+            cols = [_fmt_timed(row, k, scale, d) for k, _, scale, d in keys]
             if targets:
                 cols += [_fmt_target(row, "iterations"), _fmt_target(row, "seconds")]
             if late:
@@ -211,6 +226,15 @@ def markdown(
                 "the learning rate decays to 0 at the budget's end (the ring and grid configs), "
                 "part of a late rise is that decay, so *rising* does not promise that a longer "
                 "budget at the same schedule gets there.",
+            ]
+        if any(k == "seconds_per_iteration" for k, *_ in keys) and any(
+            _timed(r) < r["seeds"] for r in rows.values()
+        ):
+            lines += [
+                "",
+                "*[timed k/n]*: the ms / iteration of k of the row's n seeds; the others were "
+                "finished cells run again whose training time was not kept (see their "
+                "`result.json`, `timing_lost`).",
             ]
         if any("critic_gap_ratio" in r["stats"] for r in rows.values()):
             lines += [

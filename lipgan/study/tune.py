@@ -127,10 +127,13 @@ def default_constraints(registry) -> list[str]:
 
 
 def left_out(registry) -> list[str]:
-    """One line per registered constraint a default tune leaves out, and why (``none``, the
-    unconstrained baseline, is never searched and not listed)."""
+    """One line per registered constraint a default tune leaves out, naming its plugin and why,
+    so an installed plugin's constraint is never dropped silently (``none``, the unconstrained
+    baseline, is never searched and not listed)."""
+    owners = {e.name: e.describe() for e in registry.entries("constraint")}
     return [
-        f"lipgan tune leaves out constraint {name!r}: {why}"
+        f"tune: leaves out constraint {name!r} ({owners[name]}): {why}; declare a search_space "
+        "to tune it (docs/plugins.md)"
         for name, why in search.tunable(registry)[1].items()
         if name != "none"
     ]
@@ -254,10 +257,9 @@ def _check_out(out: Path, spec: TuneSpec, force: bool) -> None:
 
 
 def finished(cells: list[Cell], out: Path) -> dict[Cell, dict]:
-    from lipgan.study.runner import load_result
+    from lipgan.study.runner import results_of
 
-    found = {cell: load_result(out, cell) for cell in cells}
-    return {cell: r for cell, r in found.items() if r is not None}
+    return results_of(out, cells)  # a result.json that holds no result: a warning line
 
 
 @dataclasses.dataclass
@@ -295,7 +297,9 @@ def run_tune(
     spec.check()
     out = Path(out)
     log = log or (lambda line: None)
-    if not report_only:
+    if report_only:
+        runner.check_out_dir(out)  # the report is written there
+    else:
         _check_out(out, spec, force)
     executor = executor or LocalExecutor(runner.default_jobs()[0])
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import os
 import shutil
 import threading
@@ -38,6 +39,7 @@ from lipgan.study.executors import (
     run_cell_task,
     write_back,
 )
+from lipgan.study.ray_checks import plain
 from lipgan.study.runner import load_result
 from lipgan.study.spec import Cell
 
@@ -119,6 +121,33 @@ class StopFlag:
         return self.value
 
 
+#: The logger of Tune's controller, which logs a failed restore of its run state with a
+#: 30-line traceback (and then restarts the experiment, which is right for a study: each trial
+#: resumes its cell from the run dir's checkpoint, or reads back its finished result).
+CONTROLLER_LOGGER = "ray.tune.execution.tune_controller"
+
+
+class OneLineRestoreFailure(logging.Filter):
+    """Turns Tune's "Failed to restore the run state." and its traceback into one line of the
+    study's log; every other record passes. One per process: the latest executor's."""
+
+    def __init__(self, executor):
+        super().__init__()
+        self.executor = executor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.getMessage().startswith("Failed to restore the run state"):
+            return True
+        exc = record.exc_info[1] if record.exc_info else None
+        reason = f" ({type(exc).__name__}: {first_line(exc)})" if exc else ""
+        self.executor.log(
+            f"warning: Ray Tune could not restore its experiment's run state{reason}; it "
+            "restarts the experiment: finished runs are read back, the others resume from "
+            "their checkpoints"
+        )
+        return False
+
+
 class TuneExecutor(RayExecutor):
     """Each cell a Ray Tune trial; see the module docstring. Options as :class:`RayExecutor`."""
 
@@ -142,12 +171,14 @@ class TuneExecutor(RayExecutor):
             ) from None
 
     def start(self) -> None:
-        import logging
-
         os.environ.update(TUNE_ENV)
         # Tune's warnings about trials with no result (those a stop request kept from starting):
         # the study's own lines say which runs are unfinished.
         logging.getLogger("ray.tune").setLevel(logging.ERROR)
+        controller = logging.getLogger(CONTROLLER_LOGGER)
+        for earlier in [f for f in controller.filters if isinstance(f, OneLineRestoreFailure)]:
+            controller.removeFilter(earlier)
+        controller.addFilter(OneLineRestoreFailure(self))
         super().start()
 
     def _tune_resources(self) -> dict:
@@ -254,7 +285,9 @@ class TuneExecutor(RayExecutor):
         if "cell_result" not in last:
             if self.signum is not None:
                 return None
-            error = f"Ray Tune: {first_line(error)}" if error else "the trial reported no result"
+            error = (
+                f"Ray Tune: {plain(first_line(error))}" if error else "the trial reported no result"
+            )
             result = {"status": "failed", "error": error, "cell": cell.as_dict()}
             return write_back(out, cell, {"result": result})
         files = {k: base64.b64decode(v) for k, v in json.loads(last["files"]).items()}
