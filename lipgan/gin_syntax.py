@@ -52,7 +52,9 @@ def check_syntax(gin_files: list[str], bindings: list[str]) -> None:
 
 
 def _check(gin_files: list[str], bindings: list[str]) -> None:
-    errors = (ValueError, SyntaxError, tokenize.TokenError, TypeError)
+    # Syntax only: an unknown parameter of a configurable gin already knows (ValueError) is the
+    # full parse's to report, with the names and rules that apply where it is used.
+    errors = (SyntaxError, tokenize.TokenError)
     try:
         for name in gin_files:
             path = _path(name)
@@ -62,8 +64,8 @@ def _check(gin_files: list[str], bindings: list[str]) -> None:
                 gin.parse_config_file(str(path), skip_unknown=True)
             except errors as exc:
                 raise ConfigError(gin_messages.one_line(exc, str(path), None, [])) from None
-            except OSError:
-                return  # a missing include: the full parse names it and its chain
+            except (OSError, ValueError, TypeError):
+                return  # a missing include, a name: the full parse names it and its chain
         for binding in bindings:
             if "=" not in binding:
                 return  # the full parse's own line
@@ -73,5 +75,7 @@ def _check(gin_files: list[str], bindings: list[str]) -> None:
                 raise ConfigError(
                     gin_messages.one_line(exc, f"--bind {binding!r}", None, [], binding=True)
                 ) from None
+            except (ValueError, TypeError):
+                continue
     finally:
         gin.clear_config()

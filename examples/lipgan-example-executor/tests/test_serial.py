@@ -37,6 +37,6 @@ def test_runs_a_tiny_study_in_order(tmp_path):
         "--out", str(out),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    results = [json.loads(p.read_text()) for p in out.glob("cells/**/result.json")]
+    results = [json.loads(p.read_text()) for p in out.glob("runs/**/result.json")]
     assert len(results) == 2 and all(r["status"] == "ok" for r in results)
     assert len(json.loads((out / "study.json").read_text())["cells"]) == 2
