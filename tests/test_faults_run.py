@@ -403,6 +403,7 @@ def test_a_failed_generator_clone_says_why(monkeypatch):
 
 
 # -- the install ----------------------------------------------------------------------------------
+@pytest.mark.slow  # a fresh Python importing TensorFlow
 def test_the_installed_package_wins_over_a_clone_named_lipgan_in_the_working_dir(tmp_path):
     """Was: run from the folder holding a clone named ``lipgan``, Python took that clone (a
     namespace package) for lipgan and its top-level ``plugins/`` for ``lipgan.plugins``."""
