@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from lipgan.cli_shared import PATH
 from lipgan.errors import ConfigError
 
 
@@ -116,7 +117,7 @@ def _check_strategies(specs, sweep) -> None:
 )
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=PATH,
     default=Path("bench-results"),
     show_default=True,
     help="Folder for results.json, results.md and chart.png.",

@@ -16,6 +16,12 @@ The checkpoints of a run are found from the files themselves (``ckpt-<N>.index``
 the state file: TensorFlow treats a damaged state file as "no checkpoints" (and an empty one as an
 error), which would restart a run from step 0 over its own checkpoints. A damaged state file is
 rewritten from the files at the first save, never before (checking a run dir writes nothing).
+
+A checkpoint also holds a digest of the settings that trained it (:func:`lipgan.record.settings_digest`),
+which binds it to the run's record: a resume whose ``run.json`` was replaced by another run's (a copy
+passes every other check) is refused. State added to a run with ``--force`` (the generator's EMA
+turned on) is not in its older checkpoints: those are restored without it
+(:data:`OPTIONAL_STATE`), the EMA starting from the restored generator.
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ from lipgan.errors import CheckpointError, NonFiniteLossError, first_line
 from lipgan.rundir import CHECKPOINT_DIR, checkpoint_steps
 
 STATE_FILE = "checkpoint"
+#: Entries of a checkpoint that older checkpoints of the same run may lack: the settings digest
+#: (checkpoints written before it was stored) and the generator's EMA (turned on with --force).
+OPTIONAL_STATE = ("settings", "generator_ema")
 _STATE_LINE = re.compile(
     r'^(model_checkpoint_path|all_model_checkpoint_paths): "(?P<path>[^"]+)"$'
     r"|^(all_model_checkpoint_timestamps|last_preserved_timestamp): [0-9.eE+-]+$"
@@ -82,9 +91,19 @@ class RunCheckpoint:
     """
 
     def __init__(
-        self, run_dir: str | Path, wgan, iterator=None, max_to_keep: int = 3, training: bool = True
+        self,
+        run_dir: str | Path,
+        wgan,
+        iterator=None,
+        max_to_keep: int = 3,
+        training: bool = True,
+        digest: str | None = None,
+        expected_digest: str | None = None,
     ):
         self.directory = Path(run_dir) / CHECKPOINT_DIR
+        #: The digest of the settings saved checkpoints are trained with, and the one a restored
+        #: checkpoint must hold (its record's; None: not checked).
+        self.digest, self.expected_digest = digest, expected_digest
         self.wgan = wgan
         self.max_to_keep = max_to_keep
         self.seed = tf.Variable(wgan.config.seed, dtype=tf.int64, trainable=False, name="seed")
@@ -98,6 +117,9 @@ class RunCheckpoint:
         }
         if wgan.generator_ema is not None:  # the EMA is training state: resume continues it
             self.state["generator_ema"] = wgan.generator_ema
+        if digest is not None:
+            self.settings = tf.Variable(digest, dtype=tf.string, trainable=False, name="settings")
+            self.state["settings"] = self.settings
         self.training = training
         self.iterator = iterator
         self.manager = None
@@ -106,6 +128,8 @@ class RunCheckpoint:
         self.current: str | None = None
         #: Whether the restored checkpoint also restored the input position.
         self.input_restored = False
+        #: The settings digest the restored checkpoint held (None: none, or not asked for).
+        self.restored_digest: str | None = None
 
     def track_input(self, iterator) -> None:
         """Checkpoint ``iterator`` from now on: the loop replaced its iterator (a fast-forward).
@@ -149,15 +173,27 @@ class RunCheckpoint:
         return read_state(self.directory)[1]
 
     def _restore(self, path: str) -> bool:
-        """Restore ``path``; whether it held (and restored) the input position."""
+        """Restore ``path``; whether it held (and restored) the input position.
+
+        What :data:`OPTIONAL_STATE` the checkpoint lacks is left out: the settings digest is then
+        not checked, and the generator's EMA starts from the restored generator.
+        """
         names = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
         with_input = self.iterator is not None and "data" in names
-        checkpoint = self.checkpoint if with_input else tf.train.Checkpoint(**self.state)
-        status = checkpoint.restore(path)
+        state = {k: v for k, v in self.state.items() if k in names or k not in OPTIONAL_STATE}
+        if with_input:
+            state["data"] = self.iterator
+        status = tf.train.Checkpoint(**state).restore(path)
         if self.training:
             status.assert_existing_objects_matched()
         else:
             status.expect_partial()
+        if "generator_ema" in self.state and "generator_ema" not in names:
+            self.wgan.reset_ema()
+        self.restored_digest = None
+        if "settings" in self.state and "settings" in names:
+            self.restored_digest = self.settings.numpy().decode()
+            self.settings.assign(self.digest)  # what the next save records
         return with_input
 
     def restore(self, warn: Callable[[str], None]) -> int:
@@ -195,6 +231,14 @@ class RunCheckpoint:
                 raise CheckpointError(
                     f"{path} was written with train.seed={int(self.seed.numpy())} but the config says "
                     f"{self.wgan.config.seed}; resume with `lipgan run --resume DIR` (the run's own config) or a new --run-dir"
+                )
+            if self.expected_digest and self.restored_digest not in (None, self.expected_digest):
+                record = self.directory.parent / "run.json"
+                raise CheckpointError(
+                    f"{record} does not describe {path}: the checkpoint was trained with other "
+                    "settings than the record holds (was run.json replaced by, or copied from, "
+                    "another run's?); restore the run's own run.json, pick a new --run-dir, or "
+                    "pass --force to continue these checkpoints with the settings given"
                 )
             bad = self.wgan.nonfinite_weight()
             if bad is not None:

@@ -21,6 +21,7 @@ import click
 from lipgan.bench_cli import bench
 from lipgan.cli_shared import (
     DEFAULT_CONFIG,
+    PATH,
     call,
     config_options,
     disable_option,
@@ -164,13 +165,13 @@ def _default_run_dir(gin_files) -> Path:
 )
 @click.option(
     "--run-dir",
-    type=click.Path(path_type=Path),
+    type=PATH,
     help="Output folder (default: runs/<config>-<time>-<pid>).",
 )
 @click.option(
     "--resume",
     "resume_dir",
-    type=click.Path(path_type=Path),
+    type=PATH,
     metavar="DIR",
     help="Continue the run in DIR with its own config (extend it with --bind train.steps=N).",
 )

@@ -22,6 +22,25 @@ disable_option = click.option(
 SEED = click.IntRange(min=0, max=2**31 - 1)
 
 
+class NonEmptyPath(click.Path):
+    """A path option or argument that refuses ``''``: ``pathlib.Path('')`` is the current
+    directory, so ``--run-dir ''`` (an unset shell variable) would write a run into it."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.strip():
+            self.fail(
+                "an empty path (an unset shell variable?) would mean the current directory; "
+                "give a folder name (or '.' if you mean it)",
+                param,
+                ctx,
+            )
+        return super().convert(value, param, ctx)
+
+
+#: The type of every path the commands take.
+PATH = NonEmptyPath(path_type=Path)
+
+
 def config_options(command):
     """``--gin FILE...`` and ``--bind 'a.b=v'...``: the config a command reads."""
     command = click.option(
@@ -80,11 +99,16 @@ def call(fn, mock_data: bool, **kwargs):
 
 
 def summarize(state, run_dir, quiet: bool) -> None:
-    """The run's last line: its last evaluation (:func:`lipgan.evaluation.summary_line`), or with
-    --quiet the run dir alone."""
+    """The run's last line: its last evaluation (:func:`lipgan.evaluation.summary_line`) and where
+    its samples picture is, or with --quiet the run dir alone."""
     from lipgan.evaluation import summary_line
+    from lipgan.rundir import SAMPLES
 
-    click.echo(str(run_dir) if quiet else summary_line(state.history, run_dir))
+    line = summary_line(state.history, run_dir)
+    samples = Path(run_dir) / SAMPLES
+    if samples.is_file():
+        line += f"; samples: {samples}"
+    click.echo(str(run_dir) if quiet else line)
 
 
 def executor_options(command_name: str):

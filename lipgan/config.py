@@ -18,7 +18,7 @@ import keras
 import gin
 from lipgan import gin_messages, models
 from lipgan.data import pipeline
-from lipgan.errors import ConfigError
+from lipgan.errors import ConfigError, first_line
 from lipgan.gin_messages import configs_dir
 from lipgan.gin_syntax import quiet_gin_logging as _quiet_gin_logging
 from lipgan.ranges import out_of_range
@@ -234,6 +234,11 @@ def resolve_config_path(path: str) -> Path:
         return candidate
     if candidate.is_dir():
         raise ConfigError(f"--gin {path} is a directory; pass a .gin file in it")
+    if candidate.exists() or candidate.is_symlink():  # there, but not a file: say what it is
+        from lipgan.record import file_kind
+
+        what = file_kind(candidate.resolve()) if candidate.exists() else file_kind(candidate)
+        raise ConfigError(f"--gin {path} is {what}, not a gin file; pass a .gin file")
     shipped = shipped_configs()
     for name in (candidate.name, f"{candidate.name}.gin"):
         if name in shipped:
@@ -294,7 +299,7 @@ def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list
             gin.clear_config()
             found = re.search(r"No module named '([^']+)'", str(exc))
             module = found.group(1) if found else exc.name or "?"
-            reason = str(exc).splitlines()[0].split(" In file ")[0]
+            reason = first_line(exc).split(" In file ")[0]
             raise ConfigError(
                 f"{path}: `import {module}` failed ({reason}); install the package that provides "
                 "it or remove the import"
@@ -315,7 +320,7 @@ def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list
             gin.clear_config()
             raise ConfigError(
                 f"{path}: `import {imported.group(1)}` failed: it raised {type(exc).__name__}: "
-                f"{str(exc).splitlines()[0]}; fix that module or remove the import"
+                f"{first_line(exc)}; fix that module or remove the import"
             ) from None
     _parse_bindings(bindings, registry)
     return paths

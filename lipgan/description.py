@@ -35,6 +35,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from lipgan.errors import first_line
 from lipgan.record import RECORD
 
 #: The run dir's copy of a Dataset given as ``data=``.
@@ -81,7 +82,7 @@ def describe_model(model) -> tuple[dict | None, str | None]:
         config = json.loads(json.dumps(keras.saving.serialize_keras_object(model)))
     except Exception as exc:  # noqa: BLE001 - a user's get_config may fail in any way; the run goes on
         return None, (
-            f"{type(model).__name__} {model.name!r} cannot be serialized ({str(exc).splitlines()[0]}); "
+            f"{type(model).__name__} {model.name!r} cannot be serialized ({first_line(exc)}); "
             "give it a get_config() or build it from layers (Functional or Sequential)"
         )
     missing = unregistered(config)
@@ -130,7 +131,7 @@ def _data(trainer, run_dir: Path, warn: Callable[[str], None]) -> dict:
         examples.save(str(partial))
     except Exception as exc:  # noqa: BLE001 - e.g. a py_function TensorFlow cannot save; train on
         shutil.rmtree(partial, ignore_errors=True)
-        why = f"saving it failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        why = f"saving it failed: {first_line(exc)}"
         warn(f"note: {run_dir}: the data is not stored in the run dir ({why})")
         return {"kind": "none", "why": why}
     # Nothing half-written: the new copy appears complete, and replaces a forced run's old one.

@@ -24,7 +24,8 @@ import tensorflow as tf
 
 from lipgan.callbacks import METRICS
 from lipgan.constraint import Constraint, StepContext
-from lipgan.errors import ConfigError, NonFiniteLossError, PluginError
+from lipgan.errors import ConfigError, NonFiniteLossError, PluginError, first_line
+from lipgan.factories import generator_shape
 from lipgan.jit import resolve_jit_compile
 from lipgan.models.checks import warn_if_batch_norm
 from lipgan.step_config import (
@@ -178,8 +179,8 @@ class WGAN:
                 aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
             )
             self.generator_ema = self._ema_copy(self.generator) if config.ema_decay else None
-        self.latent_shape = tuple(self.generator.input_shape[1:])
-        out_shape = tuple(self.generator.output_shape[1:])
+        self.latent_shape = generator_shape(self.generator, "input_shape")
+        out_shape = generator_shape(self.generator, "output_shape")
         if out_shape != self.data_shape:
             raise ConfigError(
                 f"the generator makes examples of shape {out_shape} but the data has shape "
@@ -196,12 +197,18 @@ class WGAN:
         except Exception as exc:  # a subclassed model cannot be cloned from its config
             raise ConfigError(
                 f"train.ema_decay needs a generator keras.models.clone_model can copy (a "
-                f"functional or Sequential model); cloning failed: {str(exc).splitlines()[0]}"
+                f"functional or Sequential model); cloning failed: {type(exc).__name__}: "
+                f"{first_line(exc, 200)}"
             ) from None
         copy.trainable = False
         for target, source in zip(copy.weights, generator.weights):
             target.assign(source)
         return copy
+
+    def reset_ema(self) -> None:
+        """Start the generator's EMA from the generator's weights (a checkpoint without one)."""
+        for target, source in zip(self.generator_ema.weights, self.generator.weights):
+            target.assign(tf.cast(source, target.dtype))
 
     @property
     def sampler(self):

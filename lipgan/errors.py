@@ -17,7 +17,9 @@ class LipganError(Exception):
 
     Args:
         message: what went wrong and what to do about it; runs of whitespace (line breaks
-            included) become single spaces, so the message is one line.
+            included) become single spaces, so the message is one line, and a word longer than
+            :data:`ECHO_LIMIT` characters (a value the user gave, echoed back: a 100 kB
+            ``--bind``) is cut there with an ellipsis.
     """
 
     #: Raised inside a traced function (a plugin's penalty), it reaches the caller as itself, not
@@ -25,7 +27,16 @@ class LipganError(Exception):
     ag_pass_through = True
 
     def __init__(self, message: str):
-        super().__init__(" ".join(str(message).split()))
+        super().__init__(" ".join(map(shorten, str(message).split())))
+
+
+#: Longest word of an error message: what a message echoes (a value, a path) is cut here.
+ECHO_LIMIT = 200
+
+
+def shorten(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis (an echoed value in a message)."""
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 class LipganWarning(UserWarning):
@@ -74,3 +85,16 @@ def first_line(exc: BaseException, limit: int | None = None) -> str:
     line = re.sub(r"\{\{[^}]*\}\}\s*", "", line)
     line = re.sub(r"\s*\[Op:[^\]]*\]?.*$", "", line)
     return line[:limit] if limit else line
+
+
+def op_error_cause(exc) -> str:
+    """The line of a TensorFlow runtime error that says what failed.
+
+    A compiled call's error reads "Graph execution error:", then the Python stack of the op, then
+    the cause, then ``[[{{node ...}}]]``: the cause is the line before the first node marker.
+    """
+    lines = [ln.strip() for ln in str(exc.message).splitlines() if ln.strip()]
+    for i, line in enumerate(lines):
+        if line.startswith("[[") and i:
+            return lines[i - 1]
+    return lines[-1] if lines else type(exc).__name__

@@ -43,14 +43,34 @@ def generate(wgan, n: int, seed: int, generator=None) -> np.ndarray:
             ``train.ema_decay`` is on, else the generator).
 
     Returns:
-        A ``[n, *data_shape]`` float32 array.
+        A ``[n, *data_shape]`` float32 array: the chunks of :func:`generate_chunks`, joined.
+    """
+    return np.concatenate(list(generate_chunks(wgan, n, seed, generator)))
+
+
+#: Samples drawn (noise and outputs held in memory) at a time by :func:`generate_chunks`.
+NOISE_CHUNK = 2**16
+
+
+def generate_chunks(wgan, n: int, seed: int, generator=None):
+    """:func:`generate`'s ``n`` samples as arrays of at most :data:`NOISE_CHUNK` examples, drawn
+    one at a time: ``lipgan sample -n 10000000`` holds one chunk, not ten million samples.
+
+    The first chunk's noise is ``stateless_normal([m, latent], seed=[seed, SAMPLE_STREAM])`` as it
+    always was (samples of up to ``NOISE_CHUNK`` are unchanged); chunk ``j`` folds ``j`` into that
+    seed, so the samples do not depend on how they are read.
     """
     generator = generator or wgan.sampler
-    z = tf.random.stateless_normal([n, *wgan.latent_shape], seed=[seed, SAMPLE_STREAM])
-    out = [
-        generator(z[i : i + GENERATE_BATCH], training=False) for i in range(0, n, GENERATE_BATCH)
-    ]
-    return np.concatenate([np.asarray(o, np.float32) for o in out])
+    key = [seed, SAMPLE_STREAM]
+    for j, start in enumerate(range(0, n, NOISE_CHUNK)):
+        size = min(NOISE_CHUNK, n - start)
+        chunk_key = key if j == 0 else tf.random.experimental.stateless_fold_in(key, j)
+        z = tf.random.stateless_normal([size, *wgan.latent_shape], seed=chunk_key)
+        out = [
+            generator(z[i : i + GENERATE_BATCH], training=False)
+            for i in range(0, size, GENERATE_BATCH)
+        ]
+        yield np.concatenate([np.asarray(o, np.float32) for o in out])
 
 
 def real_samples(dataset, n: int, batch_size: int, seed: int) -> np.ndarray:

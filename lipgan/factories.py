@@ -13,7 +13,7 @@ from collections.abc import Callable
 import keras
 import tensorflow as tf
 
-from lipgan.errors import ConfigError, LipganWarning
+from lipgan.errors import ConfigError, LipganWarning, first_line
 from lipgan.strategy import StrategyPlugin
 
 
@@ -138,3 +138,17 @@ def recording(factory: Callable, built: dict, key: str) -> Callable:
         return built[key]
 
     return build
+
+
+def generator_shape(generator, which: str) -> tuple:
+    """The generator's ``input_shape`` (the latent size) or ``output_shape`` without the batch,
+    or one line: a subclassed model built without ``keras.Input`` has neither."""
+    try:
+        return tuple(getattr(generator, which)[1:])
+    except (AttributeError, ValueError, RuntimeError, TypeError) as exc:
+        raise ConfigError(
+            f"generator: {type(generator).__name__} {generator.name!r} has no {which} "
+            f"({first_line(exc, 120)}), and its input shape sets the latent size; build it from "
+            "keras.Input(shape=(latent_size,)) (a Functional or Sequential model), or call the "
+            "subclass once on a batch of noise before giving it to lipgan"
+        ) from None

@@ -35,6 +35,7 @@ from lipgan.errors import (
     Interrupted,
     LipganError,
     NonFiniteLossError,
+    op_error_cause,
 )
 from lipgan.interrupt import StopRequests
 from lipgan.progress import Progress
@@ -49,19 +50,6 @@ def warn(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def op_error_cause(exc: tf.errors.OpError) -> str:
-    """The line of a TensorFlow runtime error that says what failed.
-
-    A compiled call's error reads "Graph execution error:", then the Python stack of the op, then
-    the cause, then ``[[{{node ...}}]]``: the cause is the line before the first node marker.
-    """
-    lines = [ln.strip() for ln in str(exc.message).splitlines() if ln.strip()]
-    for i, line in enumerate(lines):
-        if line.startswith("[[") and i:
-            return lines[i - 1]
-    return lines[-1] if lines else type(exc).__name__
-
-
 def runtime_error(exc: tf.errors.OpError, done: int, kept: str | None) -> LipganError:
     """One line for a data or cluster failure in the middle of training (was only "Graph
     execution error"): what failed, and what to do."""
@@ -72,6 +60,17 @@ def runtime_error(exc: tf.errors.OpError, done: int, kept: str | None) -> Lipgan
             f"the input data is damaged ({cause}) after step {done}; {resume}; rebuild or "
             "re-download the dataset (a truncated TFDS shard: delete its folder and prepare it "
             "again), then run the same command to resume"
+        )
+    if isinstance(exc, tf.errors.OutOfRangeError):
+        return DatasetError(
+            f"the input data ran out after step {done} ({cause}): the dataset gives no batch of "
+            f"train.global_batch_size examples (empty, or a factory's dataset that ends: end "
+            f"it with .repeat()); {resume}"
+        )
+    if isinstance(exc, (tf.errors.InvalidArgumentError, tf.errors.UnknownError)):
+        return DatasetError(
+            f"training failed after step {done}: {cause} (raised by the input pipeline or the "
+            f"step; a Python error in a tf.data map or py_function shows here); {resume}"
         )
     return LipganError(
         f"the cluster failed after step {done} ({cause}): a worker died or became unreachable; "
@@ -190,11 +189,15 @@ class TrainingLoop:
         differences = rundir.check(settings, force) if chief else []
         iterator = self.iterator()
         saved_input = self.checkpoint_input and checkpointable(iterator)
+        recorded = rundir.recorded if chief and not force else None
         self.checkpoint = RunCheckpoint(
             run_dir,
             self.wgan,
             iterator if saved_input else None,
             self.intervals.max_checkpoints,
+            digest=record.settings_digest(settings),
+            # Checkpoints are bound to their record: a record copied from another run is refused.
+            expected_digest=record.settings_digest(recorded["settings"]) if recorded else None,
         )
         start = self.checkpoint.restore(warn)
         if self.checkpoint.latest is None:
@@ -348,6 +351,9 @@ class TrainingLoop:
             tf.errors.DataLossError,
             tf.errors.UnavailableError,
             tf.errors.CancelledError,
+            tf.errors.OutOfRangeError,
+            tf.errors.InvalidArgumentError,
+            tf.errors.UnknownError,
         ) as exc:
             raise runtime_error(
                 exc, done, self.checkpoint.latest if self.rundir else None

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 import pluggy
 
 from lipgan import hookspecs
+from lipgan.errors import first_line
 from lipgan.registry import Registry
 
 ENTRY_POINT_GROUP = hookspecs.PROJECT_NAME
@@ -150,7 +151,7 @@ def _reject_unknown_hooks(manager, sources, failures) -> None:
                 PluginFailure(
                     name,
                     sources.get(name, BUILTIN_SOURCE),
-                    f"PluginValidationError: {str(exc).splitlines()[0]}; lipgan's hooks are: {known}",
+                    f"PluginValidationError: {first_line(exc)}; lipgan's hooks are: {known}",
                 )
             )
 

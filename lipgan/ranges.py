@@ -51,13 +51,22 @@ def out_of_range(name: str, value) -> str | None:
     return rule if too_low or (below is not None and value >= below) else None
 
 
+#: The integers TensorFlow keeps the run's counters in (``int64`` variables): a larger setting
+#: passes Python's checks, then overflows inside a compiled step.
+INT64_RANGE = (-(2**63), 2**63 - 1)
+
+
 def check_int(value, name: str, minimum: int | None = None, note: str = "") -> None:
-    """Raise :class:`ConfigError` unless ``value`` is an integer (>= ``minimum``), named as the gin
-    binding that sets it (``train.n_critic=2.5 is invalid: ...``)."""
+    """Raise :class:`ConfigError` unless ``value`` is an integer (>= ``minimum``) that fits in
+    :data:`INT64_RANGE`, named as the gin binding that sets it (``train.n_critic=2.5 is invalid:
+    ...``)."""
     is_int = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    if is_int and (minimum is None or value >= minimum):
+    low, high = INT64_RANGE
+    if is_int and (minimum is None or value >= minimum) and low <= value <= high:
         return
     rule = "must be an integer" + (f" >= {minimum}" if minimum is not None else "") + note
+    if is_int and not low <= value <= high:
+        rule = f"must fit in 64 bits (at most {high}): TensorFlow keeps it as an int64"
     given = "" if is_int else f" (a {type(value).__name__} was given)"
     raise ConfigError(f"train.{name}={value!r} is invalid: {rule}{given}")
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from lipgan import record
 from lipgan.description import DATA, REGISTER_HINT, unregistered
-from lipgan.errors import ConfigError
+from lipgan.errors import ConfigError, first_line
 
 #: ``train.*`` bindings a Python run dir takes on the CLI: how long and how often, as on resume.
 _BINDABLE = ("steps", "checkpoint_input", "inception_weights")
@@ -45,7 +45,12 @@ def read(run_dir: str | Path, option: str = "RUN_DIR") -> dict:
     no record, an older lipgan's)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise ConfigError(f"{option} {run_dir}: no such run directory")
+        what = record.file_kind(run_dir)
+        raise ConfigError(
+            f"{option} {run_dir}: no such run directory"
+            if what is None
+            else f"{option} {run_dir} is {what}, not a run directory"
+        )
     found = record.read(run_dir)
     if found is None:
         raise ConfigError(
@@ -115,17 +120,26 @@ def _model_factory(run_dir: Path, described: dict, key: str) -> Callable:
         import keras
 
         try:
-            return keras.saving.deserialize_keras_object(config)
-        except (TypeError, ValueError) as exc:
+            model = keras.saving.deserialize_keras_object(config)
+        except Exception as exc:  # noqa: BLE001 - a damaged config fails in any way Keras has
             name = re.search(r"Could not locate (?:class|function) '([^']+)'", str(exc))
-            what = (
-                f"custom class {name.group(1)!r} cannot be found"
-                if name
-                else str(exc).splitlines()[0]
-            )
+            if name:
+                raise ConfigError(
+                    f"{where}: custom class {name.group(1)!r} cannot be found: {REGISTER_HINT}, "
+                    "and run lipgan where that module imports"
+                ) from None
             raise ConfigError(
-                f"{where}: {what}: {REGISTER_HINT}, and run lipgan where that module imports"
+                f"{where}: the recorded model cannot be rebuilt ({type(exc).__name__}: "
+                f"{first_line(exc, 200)}); the record is damaged or was written by another Keras: "
+                "restore the run's own run.json, or rebuild the Trainer in your script and call "
+                "trainer.restore(run_dir)"
             ) from None
+        if not isinstance(model, keras.Model):
+            raise ConfigError(
+                f"{where}: it describes a {type(model).__name__}, not a keras.Model; restore the "
+                "run's own run.json or pick a new --run-dir"
+            )
+        return model
 
     return build
 
@@ -176,7 +190,13 @@ def _plugin_instance(described: dict, kind: str, registry):
         )
     if entry["arguments"] is None:
         raise ConfigError(f"the run's {kind} {entry['name']} has no recorded arguments")
-    return cls(**entry["arguments"])
+    try:
+        return cls(**entry["arguments"])
+    except TypeError as exc:  # arguments its constructor does not take: a damaged record
+        raise ConfigError(
+            f"the run's {kind} {entry['name']} cannot be made from its recorded arguments "
+            f"({first_line(exc, 200)}); restore the run's own run.json"
+        ) from None
 
 
 def _optimizer(run_dir: Path, key: str, config: dict):
@@ -188,7 +208,7 @@ def _optimizer(run_dir: Path, key: str, config: dict):
     except Exception as exc:  # noqa: BLE001 - Keras raises TypeError, ValueError, ...
         raise ConfigError(
             f"{run_dir / record.RECORD}: the {key} {config.get('class_name')!r} cannot be rebuilt "
-            f"({str(exc).splitlines()[0]}); a custom optimizer or schedule must be registered: "
+            f"({first_line(exc, 200)}); a custom optimizer or schedule must be registered: "
             f"{REGISTER_HINT}"
         ) from None
 
@@ -257,14 +277,22 @@ def trainer_arguments(
         key: (lambda key=key: _optimizer(run_dir, key, described[key]))
         for key in ("critic_optimizer", "generator_optimizer")
     }
+    try:
+        step_config = StepConfig(**described["step_config"])
+        intervals = Intervals(**{**described["intervals"], **overrides["intervals"]})
+    except TypeError as exc:  # a setting this lipgan does not know: a damaged record
+        raise ConfigError(
+            f"{run_dir / record.RECORD}: rebuild.step_config or rebuild.intervals holds a setting "
+            f"lipgan does not know ({first_line(exc, 200)}); restore the run's own run.json"
+        ) from None
     arguments = dict(
         data=data,
         critic=critic,
         generator=generator,
         constraint=constraint,
         strategy=strategy,
-        step_config=StepConfig(**described["step_config"]),
-        intervals=Intervals(**{**described["intervals"], **overrides["intervals"]}),
+        step_config=step_config,
+        intervals=intervals,
         # data/ is not the script's pipeline: its position is replayed, not restored.
         checkpoint_input=described["data"]["kind"] != "snapshot"
         and overrides.get("checkpoint_input", described["checkpoint_input"]),

@@ -42,7 +42,7 @@ except ImportError:  # Windows: no flock; runs are then not protected against a 
     fcntl = None
 
 from lipgan import record
-from lipgan.errors import RunDirError
+from lipgan.errors import RunDirError, first_line
 from lipgan.record import RECORD
 
 OPERATIVE_CONFIG = "operative_config.gin"
@@ -132,6 +132,8 @@ class RunDir:
         self.summary = None
         self._metrics = None
         self._lock = None
+        #: The record :meth:`check` found (None: none, or not checked).
+        self.recorded: dict | None = None
 
     def checkpoint_steps(self) -> list[int]:
         return checkpoint_steps(self.path / CHECKPOINT_DIR)
@@ -180,7 +182,7 @@ class RunDir:
             raise RunDirError(older)
         if self.path.is_dir():
             self.lock()
-        old = record.read(self.path)
+        old = self.recorded = record.read(self.path)
         has_checkpoints = bool(self.checkpoint_steps())
         problem = reuse_problem(old is not None, has_checkpoints)
         if problem and not force:
@@ -232,11 +234,11 @@ class RunDir:
                 if number == len(lines):
                     warn(
                         f"warning: {path}: dropped its last line, cut short by a crash "
-                        f"({str(exc).splitlines()[0]}): {line[:60]!r}"
+                        f"({first_line(exc)}): {line[:60]!r}"
                     )
                     break
                 raise RunDirError(
-                    f"{path}:{number} is not a metrics row ({str(exc).splitlines()[0]}); fix or "
+                    f"{path}:{number} is not a metrics row ({first_line(exc)}); fix or "
                     "delete that line, or pick a new --run-dir"
                 ) from None
             rows.append((line, row))
@@ -331,6 +333,13 @@ class RunDir:
 
 
 def _atomic_write(path: Path, text: str) -> None:
+    """Write ``path`` through ``path.tmp`` and a rename; a failed write leaves no ``.tmp``."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RunDirError(
+            f"cannot write {path} ({exc.strerror or exc}); it is left as it was"
+        ) from None

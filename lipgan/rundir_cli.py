@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from lipgan.cli_shared import SEED, call, disable_option, discover, parse, with_strategy
+from lipgan.cli_shared import PATH, SEED, call, disable_option, discover, parse, with_strategy
 from lipgan.errors import ConfigError
 
 
@@ -27,6 +27,24 @@ def resume(run_dir: Path, gin_files, bindings, strategy_name, force, quiet, disa
     its description and takes only ``train.steps`` and the intervals. ``--mock-data`` is honoured
     as in a gin run, or refused in one line where the run's data is stored in DIR.
     """
+    from lipgan.record import DifferentConfig
+
+    try:
+        return _resume(
+            run_dir, gin_files, bindings, strategy_name, force, quiet, disabled, mock_data
+        )
+    except DifferentConfig as exc:
+        # Its own advice would be "resume it with --resume", which is what was refused.
+        changed = "--gin and --bind" if gin_files else "--bind"
+        raise ConfigError(
+            f"--resume {run_dir}: the {changed} given change the run's settings ({exc.change()}); "
+            "a resumed run keeps them: bind only train.steps, train.checkpoint_input or the "
+            "intervals, train the change in a new --run-dir, or add --force to continue this "
+            "run with it (its record is kept as run-before-<step>.json)"
+        ) from None
+
+
+def _resume(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled, mock_data):
     from lipgan import config, rebuild
     from lipgan.progress import for_terminal
 
@@ -88,7 +106,7 @@ def load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: bool
 
 
 @click.command(name="eval")
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dir", type=PATH)
 @click.option(
     "--samples",
     "num_samples",
@@ -127,7 +145,7 @@ def eval_command(run_dir, num_samples, bindings, metric_names, mock_data, disabl
 
 
 @click.command(name="audit")
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dir", type=PATH)
 @click.option(
     "--points",
     type=click.IntRange(min=1),
@@ -146,7 +164,7 @@ def audit_command(run_dir, points, seed, mock_data, disabled):
 
 
 @click.command()
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dir", type=PATH)
 @click.option(
     "-n",
     "num",
@@ -158,33 +176,51 @@ def audit_command(run_dir, points, seed, mock_data, disabled):
 @click.option(
     "--out",
     "out",
-    type=click.Path(path_type=Path),
+    type=PATH,
     required=True,
     help="Output file: OUT.npz (array 'samples') and OUT.png next to it.",
 )
 @click.option("--seed", type=SEED, help="Noise seed (default: the run's train.seed).")
 @disable_option
 def sample(run_dir, num, out, seed, disabled):
-    """Generate samples from the latest checkpoint of RUN_DIR (.npz and a PNG grid or scatter)."""
+    """Generate samples from the latest checkpoint of RUN_DIR (.npz and a PNG grid or scatter).
+
+    The .npz is written first, chunk by chunk in bounded memory (:mod:`lipgan.sample_file`); the
+    PNG shows the first :data:`PLOT_POINTS` samples (a scatter of ten million points is neither
+    drawable nor readable).
+    """
     import numpy as np
 
     from lipgan import evaluation
+    from lipgan.sample_file import write_bytes, write_npz
 
     npz = out if out.suffix == ".npz" else out.with_name(out.name + ".npz")
     if npz.parent.exists() and not npz.parent.is_dir() or npz.is_dir():
         raise ConfigError(f"--out {out}: cannot write {npz} there")
     trainer, step = load_run(run_dir, [], False, disabled, need_data=False)
     seed = trainer.seed if seed is None else seed
-    samples = trainer.sample(num, seed)
-    real = real_points(trainer, num, seed)
-    png = evaluation.render(trainer.wgan, samples, real, title=f"{run_dir.name} step {step}")
-    written = [npz]
+    shown: list = []
+
+    def kept(chunks):  # the PNG's samples: the first PLOT_POINTS, kept while they stream by
+        for chunk in chunks:
+            held = sum(len(c) for c in shown)
+            if held < PLOT_POINTS:
+                shown.append(chunk[: PLOT_POINTS - held])
+            yield chunk
+
+    png_path = npz.with_suffix(".png")
+    written = []
     try:
         npz.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(npz, samples=samples, step=step, seed=seed)
+        chunks = kept(evaluation.generate_chunks(trainer.wgan, num, seed))
+        write_npz(npz, chunks, (num, *trainer.wgan.data_shape), step=step, seed=seed)
+        written.append(npz)
+        samples = np.concatenate(shown)
+        real = real_points(trainer, len(samples), seed)
+        png = evaluation.render(trainer.wgan, samples, real, title=f"{run_dir.name} step {step}")
         if png:
-            npz.with_suffix(".png").write_bytes(png)
-            written.append(npz.with_suffix(".png"))
+            write_bytes(png_path, png)
+            written.append(png_path)
     except OSError as exc:
         for path in written:
             with contextlib.suppress(OSError):
@@ -194,6 +230,10 @@ def sample(run_dir, num, out, seed, disabled):
             "choose a writable place"
         ) from None
     click.echo(" ".join(str(p) for p in written))
+
+
+#: Samples drawn in ``lipgan sample``'s PNG (all of them up to this many).
+PLOT_POINTS = 10_000
 
 
 def real_points(trainer, n: int, seed: int):

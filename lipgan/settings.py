@@ -20,7 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from lipgan.errors import ConfigError
+from lipgan.errors import ConfigError, DatasetError, op_error_cause
 from lipgan.ranges import out_of_range
 from lipgan.record import flat_settings
 
@@ -136,12 +136,25 @@ def _dataset_ops(dataset: tf.data.Dataset) -> set[str]:
 
 
 def _hash_batches(batches: tf.data.Dataset) -> str:
-    digest = hashlib.sha256()
-    for batch in batches.take(FINGERPRINT_BATCHES):
-        for tensor in tf.nest.flatten(batch):
-            value = np.asarray(tensor)
-            digest.update(f"{value.dtype}{value.shape}".encode())
-            digest.update(np.ascontiguousarray(value).tobytes())
+    """The hash of the first global batches; one line when the data gives none or fails (read
+    before anything is written, so a run dir is never begun on data that cannot train)."""
+    digest, read = hashlib.sha256(), 0
+    try:
+        for batch in batches.take(FINGERPRINT_BATCHES):
+            read += 1
+            for tensor in tf.nest.flatten(batch):
+                value = np.asarray(tensor)
+                digest.update(f"{value.dtype}{value.shape}".encode())
+                digest.update(np.ascontiguousarray(value).tobytes())
+    except tf.errors.OpError as exc:
+        raise DatasetError(
+            f"data: reading its first batch failed ({op_error_cause(exc)}); fix the pipeline"
+        ) from None
+    if not read:
+        raise DatasetError(
+            "data: the dataset gives no batch (it holds no examples, or its filter drops them "
+            "all); nothing was trained or written"
+        )
     return digest.hexdigest()[:16]
 
 

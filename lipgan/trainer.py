@@ -79,7 +79,8 @@ class Trainer:
             yourself), or a factory ``(global_batch_size, seed) -> tf.data.Dataset`` of global
             batches. A dataset may also be batched (it is unbatched), hold dicts as ``tfds.load``
             returns (see ``data_key``), or be a NumPy array; float64 is cast to float32 and
-            integer images are scaled to [-1, 1] (:mod:`lipgan.data.adapt`).
+            integer images map their dtype's range (uint8 [0, 255], int8 [-128, 127]...) onto
+            [-1, 1]; int32/int64 are refused (:mod:`lipgan.data.adapt`).
         critic: a ``keras.Model`` or a factory ``data_shape -> keras.Model`` (a factory is called
             inside ``strategy.scope()``; a model made outside it is cloned there when the strategy
             has several replicas). A constraint may wrap the critic (spectral norm; the

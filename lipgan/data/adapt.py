@@ -9,13 +9,18 @@
 * a NumPy array of examples (``[n, ...]``).
 
 Dtypes are converted one way, the way lipgan's own pipelines do (``lipgan.data.pipeline``):
-floats (float16/float64) are cast to float32 as they are; integer data is taken as images in
-[0, 255] and scaled to [-1, 1] (``x / 127.5 - 1``), the range of the generators' ``tanh`` output.
-Anything else is refused with one line that says what was expected.
+floats (float16/float64) are cast to float32 as they are. Integer data is taken as images whose
+dtype's full range maps onto [-1, 1], the range of the generators' ``tanh`` output
+(:data:`INTEGER_RANGES`): uint8 [0, 255] (``x / 127.5 - 1``), uint16 [0, 65535], int8
+[-128, 127] and int16 [-32768, 32767]. Wider integers (int32, int64, uint32, uint64) have no
+agreed range (NumPy makes int64 of any list of ints, whatever it holds), so they are refused with
+one line that says how to cast them; so is anything else that is not numeric.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
 
 import numpy as np
@@ -60,10 +65,32 @@ def _select(spec, data_key: str | None):
     raise ConfigError(f"data: elements are {spec}; {EXPECTED}")
 
 
+#: The integer dtypes taken as images, and the range of each that maps onto [-1, 1].
+INTEGER_RANGES = {
+    tf.uint8: (0, 255),
+    tf.uint16: (0, 65535),
+    tf.int8: (-128, 127),
+    tf.int16: (-32768, 32767),
+}
+
+
 def _to_float32(x: tf.Tensor) -> tf.Tensor:
-    if x.dtype.is_integer:  # images in [0, 255] -> [-1, 1], as lipgan.data.pipeline does
-        return tf.cast(x, tf.float32) / 127.5 - 1.0
+    if x.dtype.is_integer:  # the dtype's range -> [-1, 1], as lipgan.data.pipeline does for uint8
+        low, high = INTEGER_RANGES[x.dtype]
+        return (tf.cast(x, tf.float32) - low) * (2.0 / (high - low)) - 1.0
     return tf.cast(x, tf.float32)
+
+
+def _check_dtype(dtype: tf.DType) -> None:
+    if dtype == tf.bool or not (dtype.is_floating or dtype.is_integer):
+        raise ConfigError(f"data: examples of dtype {dtype.name}; {EXPECTED}")
+    if dtype.is_integer and dtype not in INTEGER_RANGES:
+        raise ConfigError(
+            f"data: examples of dtype {dtype.name} have no agreed range (lipgan maps uint8 "
+            "[0, 255], uint16 [0, 65535], int8 [-128, 127] and int16 [-32768, 32767] onto "
+            "[-1, 1]); cast them: images in [0, 255] to uint8 (x.astype('uint8'), "
+            "tf.cast(x, tf.uint8)), anything else to float32 in the range to train in"
+        )
 
 
 def examples(data, data_key: str | None = None) -> tf.data.Dataset:
@@ -74,6 +101,8 @@ def examples(data, data_key: str | None = None) -> tf.data.Dataset:
                 f"data: a NumPy array of shape {data.shape}; expected [num_examples, ...features]"
             )
         data = tf.data.Dataset.from_tensor_slices(data)
+    if int(data.cardinality()) == 0:  # would end training's first step with OutOfRangeError
+        raise ConfigError(f"data: the dataset holds no examples; {EXPECTED}")
     spec = data.element_spec
     key = _select(spec, data_key)
     if key is not None:
@@ -81,8 +110,7 @@ def examples(data, data_key: str | None = None) -> tf.data.Dataset:
     batched = _is_batched(data, spec)
     if key is not None:
         data = data.map(lambda element: element[key])
-    if not (spec.dtype.is_floating or spec.dtype.is_integer) or spec.dtype == tf.bool:
-        raise ConfigError(f"data: examples of dtype {spec.dtype.name}; {EXPECTED}")
+    _check_dtype(spec.dtype)
     if batched:
         data = data.unbatch()
         spec = data.element_spec
@@ -122,9 +150,41 @@ def data_factory(data, data_key: str | None = None) -> Callable:
             batches.settings["data_key"] = data_key
         batches.examples = adapted
         return batches
+    if inspect.isgeneratorfunction(data) or inspect.isgenerator(data):
+        raise ConfigError(
+            f"data: {getattr(data, '__name__', 'a generator')} is a Python generator, not a "
+            "factory (global_batch_size, seed) -> dataset; wrap it: "
+            "tf.data.Dataset.from_generator(fn, output_signature=tf.TensorSpec([...], tf.float32))"
+        )
     if callable(data):
-        return data
+        return _checked_factory(data)
     raise ConfigError(
         f"data must be a dataset name, a tf.data.Dataset or NumPy array of examples, or a factory "
         f"(global_batch_size, seed) -> dataset; got {type(data).__name__}"
     )
+
+
+def _checked_factory(factory: Callable) -> Callable:
+    """``factory`` with one-line errors when it takes other arguments or makes no dataset (its
+    name, module and attributes kept: the run's settings name the factory)."""
+    try:
+        inspect.signature(factory).bind(1, 0)
+    except TypeError:
+        raise ConfigError(
+            f"data: {getattr(factory, '__qualname__', factory)!r} is called as a factory "
+            f"(global_batch_size, seed) -> dataset but does not take those two arguments; {EXPECTED}"
+        ) from None
+    except ValueError:
+        pass  # no signature to check (a builtin): its call says
+
+    @functools.wraps(factory)
+    def checked(global_batch_size: int, seed: int) -> tf.data.Dataset:
+        made = factory(global_batch_size, seed)
+        if not isinstance(made, tf.data.Dataset):
+            raise ConfigError(
+                f"data: the factory {getattr(factory, '__qualname__', factory)!r} returned a "
+                f"{type(made).__name__}, not a tf.data.Dataset; {EXPECTED}"
+            )
+        return made
+
+    return checked

@@ -22,7 +22,7 @@ except ImportError:  # Windows: no cross-process lock; concurrent first builds a
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from lipgan.errors import DatasetError
+from lipgan.errors import DatasetError, first_line
 
 #: TFDS builder name -> module that defines it; these build locally, without network.
 OFFLINE_BUILDERS = {"lipgan_toy": "lipgan.data.toy", "lipgan_digits": "lipgan.data.digits"}
@@ -67,7 +67,7 @@ def _builder_error(name: str, exc: ValueError) -> str:
         configs = []
     if config and configs and config not in configs:
         return f"no config {config!r}; {base} has {', '.join(configs)}"
-    return str(exc).splitlines()[0]
+    return first_line(exc)
 
 
 def check_data_dir(data_dir: str | None) -> None:
@@ -252,7 +252,7 @@ def load_examples(
     try:
         ds = builder.as_dataset(split=split, shuffle_files=False)
     except ValueError as exc:
-        raise DatasetError(f"dataset {name!r}: {str(exc).splitlines()[0]}") from None
+        raise DatasetError(f"dataset {name!r}: {first_line(exc)}") from None
     return ds.map(
         lambda ex: _to_float(ex[key], image_size, center_crop), num_parallel_calls=tf.data.AUTOTUNE
     )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from lipgan.cli_shared import PATH
 from lipgan.errors import ConfigError
 
 
@@ -19,7 +20,7 @@ def reproduce() -> None:
     "--out",
     "out_dir",
     required=True,
-    type=click.Path(path_type=Path),
+    type=PATH,
     help="Folder for fig1.json, fig1a.png and fig1b.png.",
 )
 @click.option(
