@@ -2,7 +2,7 @@
 nothing is lost or half-written.
 
 Every test backs a row of ``docs/reliability.md``. Training is the tiny toy run of
-``tests/test_reliability.py``; one run trained per module is copied where a test damages it.
+``tests/test_faults_hostile_input.py``; one run trained per module is copied where a test damages it.
 """
 
 import json
