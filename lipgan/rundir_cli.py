@@ -105,6 +105,12 @@ def load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: bool
     return trainer, step
 
 
+def generator_name(trainer, which: str) -> str:
+    """``raw`` or ``ema``: the generator ``--generator which`` measured (recorded in the JSON)."""
+    model = trainer.generator_model(which)
+    return "ema" if model is trainer.wgan.generator_ema else "raw"
+
+
 @click.command(name="eval")
 @click.argument("run_dir", type=PATH)
 @click.option(
@@ -128,17 +134,30 @@ def load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: bool
     help="A registered metric to compute (repeatable; `lipgan plugins` lists them; default: "
     "every metric that applies to the data).",
 )
+@click.option(
+    "--generator",
+    type=click.Choice(["default", "raw", "ema"]),
+    default="default",
+    show_default=True,
+    help="Which generator: the raw one, its EMA (train.ema_decay), or the run's default (the EMA "
+    "when the run has one).",
+)
 @click.option("--mock-data", is_flag=True, help="Real samples from tfds.testing.mock_data.")
 @disable_option
-def eval_command(run_dir, num_samples, bindings, metric_names, mock_data, disabled):
+def eval_command(run_dir, num_samples, bindings, metric_names, generator, mock_data, disabled):
     """Metrics of the latest checkpoint of RUN_DIR, as JSON on stdout."""
     trainer, step = load_run(run_dir, bindings, mock_data, disabled)
     metrics = call(
-        trainer.evaluate, mock_data, num_samples=num_samples, metrics=metric_names or None
+        trainer.evaluate,
+        mock_data,
+        num_samples=num_samples,
+        metrics=metric_names or None,
+        generator=generator,
     )
     payload = {
         "run_dir": str(run_dir),
         "step": step,
+        "generator": generator_name(trainer, generator),
         **{k.removeprefix("eval/"): v for k, v in metrics.items()},
     }
     click.echo(json.dumps(payload, indent=2))
@@ -154,13 +173,24 @@ def eval_command(run_dir, num_samples, bindings, metric_names, mock_data, disabl
     help="Real, fake and interpolated points each.",
 )
 @click.option("--seed", type=SEED, help="Sampling seed (default: the run's train.seed).")
+@click.option(
+    "--generator",
+    type=click.Choice(["default", "raw", "ema"]),
+    default="default",
+    show_default=True,
+    help="Which generator: the raw one, its EMA (train.ema_decay), or the run's default (the EMA "
+    "when the run has one).",
+)
 @click.option("--mock-data", is_flag=True, help="Real samples from tfds.testing.mock_data.")
 @disable_option
-def audit_command(run_dir, points, seed, mock_data, disabled):
+def audit_command(run_dir, points, seed, generator, mock_data, disabled):
     """Lipschitz audit of the latest checkpoint of RUN_DIR (lower and upper bounds), as JSON."""
     trainer, step = load_run(run_dir, [], mock_data, disabled)
-    result = call(trainer.audit, mock_data, points=points, seed=seed)
-    click.echo(json.dumps({"run_dir": str(run_dir), "step": step, **result}, indent=2))
+    result = call(trainer.audit, mock_data, points=points, seed=seed, generator=generator)
+    which = generator_name(trainer, generator)
+    click.echo(
+        json.dumps({"run_dir": str(run_dir), "step": step, "generator": which, **result}, indent=2)
+    )
 
 
 @click.command()
@@ -181,8 +211,16 @@ def audit_command(run_dir, points, seed, mock_data, disabled):
     help="Output file: OUT.npz (array 'samples') and OUT.png next to it.",
 )
 @click.option("--seed", type=SEED, help="Noise seed (default: the run's train.seed).")
+@click.option(
+    "--generator",
+    type=click.Choice(["default", "raw", "ema"]),
+    default="default",
+    show_default=True,
+    help="Which generator: the raw one, its EMA (train.ema_decay), or the run's default (the EMA "
+    "when the run has one).",
+)
 @disable_option
-def sample(run_dir, num, out, seed, disabled):
+def sample(run_dir, num, out, seed, generator, disabled):
     """Generate samples from the latest checkpoint of RUN_DIR (.npz and a PNG grid or scatter).
 
     The .npz is written first, chunk by chunk in bounded memory (:mod:`lipgan.sample_file`); the
@@ -212,7 +250,8 @@ def sample(run_dir, num, out, seed, disabled):
     written = []
     try:
         npz.parent.mkdir(parents=True, exist_ok=True)
-        chunks = kept(evaluation.generate_chunks(trainer.wgan, num, seed))
+        model = trainer.generator_model(generator)
+        chunks = kept(evaluation.generate_chunks(trainer.wgan, num, seed, model))
         write_npz(npz, chunks, (num, *trainer.wgan.data_shape), step=step, seed=seed)
         written.append(npz)
         samples = np.concatenate(shown)

@@ -341,7 +341,24 @@ class Trainer:
             )
         return checkpoint.restore(warn)
 
-    def evaluate(self, num_samples: int | None = None, metrics=None) -> dict:
+    def generator_model(self, which: str | None = None):
+        """The generator ``which`` names: ``"raw"`` (the trained generator), ``"ema"`` (its
+        average; refused in one line when the run has none) or None/``"default"``: the one that
+        samples and evaluates by default, the EMA when ``train.ema_decay`` is on."""
+        wgan = self.wgan
+        if which in (None, "default"):
+            return wgan.sampler
+        if which == "raw":
+            return wgan.generator
+        if which == "ema":
+            if wgan.generator_ema is None:
+                raise ConfigError(
+                    "this run has no generator EMA (train.ema_decay is 0); use the raw generator"
+                )
+            return wgan.generator_ema
+        raise ConfigError(f"generator must be 'default', 'raw' or 'ema', not {which!r}")
+
+    def evaluate(self, num_samples: int | None = None, metrics=None, generator=None) -> dict:
         """The metrics that apply to this data (``lipgan eval``'s), as ``{'eval/...': float}``: the
         critic's estimate always; on data lipgan has no metric for, W1 to the data with its
         real-vs-real floor (:func:`lipgan.evaluation.data_w1`).
@@ -351,6 +368,8 @@ class Trainer:
                 ``intervals.eval_samples``.
             metrics: names of registered metrics to compute (``lipgan plugins`` lists them);
                 default: every default metric that applies to the data.
+            generator: ``"raw"``, ``"ema"`` or None (the default sampler): see
+                :meth:`generator_model`.
 
         Returns:
             ``{'eval/<metric>': float}`` (docs/metrics.md says what each means).
@@ -362,10 +381,11 @@ class Trainer:
             batch_size=self.global_batch_size,
             num_samples=self.intervals.eval_samples if num_samples is None else num_samples,
             inception_weights=self.inception_weights,
+            generator=self.generator_model(generator),
             metrics=None if metrics is None else tuple(metrics),
         )
 
-    def audit(self, points: int = 512, seed: int | None = None) -> dict:
+    def audit(self, points: int = 512, seed: int | None = None, generator=None) -> dict:
         """Lower and certified upper bounds on the critic's Lipschitz constant (``lipgan audit``'s
         result, :func:`lipgan.audit.audit`) at ``points`` real, generated and interpolated points
         each, drawn with ``seed`` (default: the run's).
@@ -373,6 +393,7 @@ class Trainer:
         Args:
             points: real, generated and interpolated points each, >= 1.
             seed: the seed of the points' draw; None uses the run's.
+            generator: which generator draws the fake points (:meth:`generator_model`).
 
         Returns:
             The audit as a dict: ``lower_bound`` (the largest per-example Jacobian norm, also per
@@ -385,19 +406,21 @@ class Trainer:
             raise ConfigError(f"audit(points={points!r}): points must be an integer >= 1")
         seed = self.seed if seed is None else seed
         real = evaluation.real_samples(self.data_factory, points, self.global_batch_size, seed)
-        return audit(self, real, self.sample(points, seed), seed=seed)
+        return audit(self, real, self.sample(points, seed, generator), seed=seed)
 
-    def sample(self, n: int, seed: int | None = None) -> np.ndarray:
+    def sample(self, n: int, seed: int | None = None, generator=None) -> np.ndarray:
         """``n`` generated examples from a fixed noise (the same ``seed`` gives the same samples).
 
         Args:
             n: how many examples.
             seed: the noise's seed; None uses the run's.
+            generator: ``"raw"``, ``"ema"`` or None (the default sampler): :meth:`generator_model`.
 
         Returns:
             A ``[n, *data_shape]`` float32 array.
         """
-        return evaluation.generate(self.wgan, n, self.seed if seed is None else seed)
+        seed = self.seed if seed is None else seed
+        return evaluation.generate(self.wgan, n, seed, self.generator_model(generator))
 
     def render(self, n: int) -> bytes | None:
         """A PNG of ``n`` samples (2-D: over the critic's contour, with real points; images: a grid).

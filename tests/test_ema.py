@@ -109,3 +109,44 @@ def test_ema_resumes_exactly_and_samples_and_evaluation_use_it(tmp_path):
     # a run dir trained with the EMA is not resumed without it (a setting of the step)
     with pytest.raises(lipgan.errors.RunDirError, match=r"step_config\.ema_decay: 0\.9 -> 0\.0"):
         make_trainer().fit(7, run_dir=tmp_path, progress=quiet)
+
+
+@pytest.mark.slow
+def test_eval_sample_and_audit_take_the_generator_to_use(tmp_path):
+    """The CLI reads a Python run dir (run.json describes it) and measures the generator asked
+    for: the default is the EMA, ``--generator raw`` the trained generator; a run without an EMA
+    refuses ``--generator ema`` in one line."""
+    import json
+
+    from lipgan.progress import Progress
+    from tests.helpers import invoke
+
+    quiet = Progress(lambda line: None)
+    make_trainer(ema_decay=0.9, ema_start=1).fit(4, run_dir=tmp_path / "ema", progress=quiet)
+    drawn = {}
+    for which in ("default", "raw", "ema"):
+        out = tmp_path / which
+        result = invoke("sample", str(tmp_path / "ema"), "-n", "8", "--generator", which,
+                        "--out", str(out))  # fmt: skip
+        assert result.exit_code == 0, result.output
+        drawn[which] = np.load(f"{out}.npz")["samples"]
+    np.testing.assert_array_equal(drawn["default"], drawn["ema"])
+    assert not np.allclose(drawn["raw"], drawn["ema"])
+    evaluated = {}
+    for which in ("raw", "ema"):
+        result = invoke("eval", str(tmp_path / "ema"), "--samples", "64", "--generator", which)
+        assert result.exit_code == 0, result.output
+        evaluated[which] = json.loads(result.output)
+        assert evaluated[which]["generator"] == which
+    assert evaluated["raw"]["w1"] != evaluated["ema"]["w1"]
+    audited = json.loads(invoke("audit", str(tmp_path / "ema"), "--points", "16",
+                                "--generator", "raw").output)  # fmt: skip
+    assert audited["generator"] == "raw"
+    make_trainer().fit(2, run_dir=tmp_path / "plain", progress=quiet)
+    result = invoke("sample", str(tmp_path / "plain"), "--generator", "ema",
+                    "--out", str(tmp_path / "x"))  # fmt: skip
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        "Error: this run has no generator EMA (train.ema_decay is 0); use the raw generator"
+    )
+    assert not (tmp_path / "x.npz").exists()
