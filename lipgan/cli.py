@@ -14,10 +14,12 @@ import json
 import os
 import re
 import sys
+import tokenize
 from pathlib import Path
 
 import click
 
+from lipgan import gin_messages
 from lipgan.bench_cli import bench
 from lipgan.cli_shared import (
     DEFAULT_CONFIG,
@@ -125,9 +127,7 @@ def cli(ctx: click.Context, verbose: bool) -> None:
 
 def tensorflow_after_checks(gin_files, bindings) -> None:
     """The syntax of ``gin_files`` and ``bindings`` checked without TensorFlow (one line on an
-    error, :mod:`lipgan.gin_syntax`), then TensorFlow imported quietly as for every command."""
-    from lipgan.gin_syntax import check_syntax
-
+    error, :func:`check_syntax`), then TensorFlow imported quietly as for every command."""
     check_syntax(list(gin_files), list(bindings))
     ctx = click.get_current_context()
     _import_tensorflow(bool(ctx.find_root().meta.get("lipgan.verbose")))
@@ -149,6 +149,69 @@ def _notices_as_lines() -> None:
             original(message, category, filename, lineno, file, line)
 
     warnings.showwarning = show
+
+
+# -- a config's syntax, before TensorFlow ----------------------------------------------------------
+# ``lipgan run`` needs TensorFlow and the plugins (8-10 s to import) before gin can resolve a config's
+# names; a syntax error (``--bind train.steps=abc``, an unclosed bracket) needs neither.
+# :func:`check_syntax` parses the files and bindings with gin itself, skipping every configurable it
+# does not know yet (``skip_unknown=True``), then clears gin again: the errors are gin's own, turned
+# into the same one line the full parse gives (:mod:`lipgan.gin_messages`). Names, ranges and values
+# are still checked by the full parse (:func:`lipgan.config.parse`).
+
+
+def _config_file(name: str) -> Path | None:
+    """A file as given or a shipped config of that name; None leaves it to the full parse."""
+    candidate = Path(name)
+    if candidate.is_file():
+        return candidate
+    for shipped in (candidate.name, f"{candidate.name}.gin"):
+        path = gin_messages.configs_dir() / shipped
+        if path.is_file():
+            return path
+    return None
+
+
+def check_syntax(gin_files: list[str], bindings: list[str]) -> None:
+    """Raise :class:`ConfigError` with the full parse's line for a syntax error in ``gin_files``
+    (their includes too) or ``bindings``; names are not resolved here."""
+    import gin
+
+    gin.add_config_file_search_path(str(gin_messages.configs_dir()))
+    with gin_messages.quiet_gin_logging():
+        _check_syntax(gin_files, bindings)
+
+
+def _check_syntax(gin_files: list[str], bindings: list[str]) -> None:
+    import gin
+
+    # Syntax only: an unknown parameter of a configurable gin already knows (ValueError) is the
+    # full parse's to report, with the names and rules that apply where it is used.
+    errors = (SyntaxError, tokenize.TokenError)
+    try:
+        for name in gin_files:
+            path = _config_file(name)
+            if path is None:
+                continue
+            try:
+                gin.parse_config_file(str(path), skip_unknown=True)
+            except errors as exc:
+                raise ConfigError(gin_messages.one_line(exc, str(path), None, [])) from None
+            except (OSError, ValueError, TypeError):
+                return  # a missing include, a name: the full parse names it and its chain
+        for binding in bindings:
+            if "=" not in binding:
+                return  # the full parse's own line
+            try:
+                gin.parse_config(binding, skip_unknown=True)
+            except errors as exc:
+                raise ConfigError(
+                    gin_messages.one_line(exc, f"--bind {binding!r}", None, [], binding=True)
+                ) from None
+            except (ValueError, TypeError):
+                continue
+    finally:
+        gin.clear_config()
 
 
 def _default_run_dir(gin_files) -> Path:

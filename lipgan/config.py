@@ -20,7 +20,7 @@ from lipgan import gin_messages, models
 from lipgan.data import pipeline
 from lipgan.errors import ConfigError, first_line
 from lipgan.gin_messages import configs_dir
-from lipgan.gin_syntax import quiet_gin_logging as _quiet_gin_logging
+from lipgan.gin_messages import quiet_gin_logging as _quiet_gin_logging
 from lipgan.ranges import out_of_range
 from lipgan.record import RecordPart
 from lipgan.registry import GIN_KINDS, Registry

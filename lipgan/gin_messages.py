@@ -8,10 +8,23 @@ none of this calls gin: it reads the text of gin's exceptions and of the config 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
+import logging
 import re
 import tokenize
 from pathlib import Path
+
+
+@contextlib.contextmanager
+def quiet_gin_logging():
+    """gin logs "Path not found" on the root logger before raising; the one-line error says it."""
+    previous = logging.root.manager.disable
+    logging.disable(logging.ERROR)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
 
 
 def configs_dir() -> Path:

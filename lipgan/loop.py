@@ -106,7 +106,7 @@ class TrainingLoop:
     """The host loop of one :meth:`Trainer.fit` call and everything it does between compiled calls.
 
     Attributes:
-        wgan: what it steps (:class:`SteppedGan`; the trainer's :class:`lipgan.engine.WGAN`).
+        wgan: what it steps (:class:`SteppedGan`, which :class:`lipgan.engine.WGAN` provides).
         inputs: the data stream and its position, moved as training reads it.
         intervals: when to log, checkpoint, measure and evaluate.
         progress: the progress display (also one of ``callbacks``).

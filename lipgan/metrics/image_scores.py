@@ -117,13 +117,16 @@ def fid(feats_a, feats_b) -> float:
     return fid_from_stats(*feature_stats(a), *feature_stats(b))
 
 
+def default_data_dir(data_dir: str | None = None) -> Path:
+    """Where TFDS keeps data: the argument, else ``TFDS_DATA_DIR``, else ``~/tensorflow_datasets``."""
+    return Path(data_dir or os.environ.get("TFDS_DATA_DIR") or Path.home() / "tensorflow_datasets")
+
+
 def reference_stats_path(
     dataset: str, split: str, features: str, n: int, data_dir: str | None = None
 ) -> Path:
     """Where :func:`reference_stats` keeps a data set's statistics: ``<data dir>/lipgan_reference_stats/
     <dataset>-<split>-<features>-n<n>.npz`` (the TFDS data dir, as the digits classifier's cache)."""
-    from lipgan.metrics.images import default_data_dir
-
     name = "-".join(str(part).replace("/", "_") for part in (dataset, split, features, f"n{n}"))
     return default_data_dir(data_dir) / "lipgan_reference_stats" / f"{name}.npz"
 

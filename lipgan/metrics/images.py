@@ -69,11 +69,6 @@ def _resize(images, size: int):
     return images
 
 
-def default_data_dir(data_dir: str | None = None) -> Path:
-    """Where TFDS keeps data: the argument, else ``TFDS_DATA_DIR``, else ``~/tensorflow_datasets``."""
-    return Path(data_dir or os.environ.get("TFDS_DATA_DIR") or Path.home() / "tensorflow_datasets")
-
-
 def real_digits(split: str = "train") -> tuple[np.ndarray, np.ndarray]:
     """The lipgan_digits images of ``split`` as float32 [-1, 1] ``[n, 32, 32, 1]``, and labels."""
     from lipgan.data.digits import digit_images, split_indices
@@ -133,7 +128,9 @@ def digits_classifier(data_dir: str | None = None, min_accuracy: float = 0.9):
     """
     import keras
 
-    folder = default_data_dir(data_dir) / "lipgan_digits_classifier" / CLASSIFIER_VERSION
+    folder = (
+        image_scores.default_data_dir(data_dir) / "lipgan_digits_classifier" / CLASSIFIER_VERSION
+    )
     path, info_path = folder / "classifier.keras", folder / "info.json"
     if path.is_file() and info_path.is_file():
         model = keras.models.load_model(path)

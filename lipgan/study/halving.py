@@ -5,7 +5,7 @@ Jamieson & Talwalkar, "Non-stochastic best arm identification and hyperparameter
 "A system for massively parallel hyperparameter tuning", MLSys 2020), run synchronously so that the
 choice is the same on every executor: all K configs of a search start, each at ``seeds`` seeds; at
 rung i every running config has trained ``budgets[i]`` iterations; the best ``ceil(n / eta)`` by
-their seeds' mean score (:func:`lipgan.study.tune.score`: exact W1, then high quality, then reverse
+their seeds' mean score (:func:`lipgan.study.search.score`: exact W1, then high quality, then reverse
 KL) go on to the next rung, **continuing their runs** (the same run dirs, resumed), and the last
 rung is the full budget. Every trial's learning-rate decay spans the full budget from the start,
 so a config's run at a rung is the prefix of its full-budget run, not a shorter run of its own: a
@@ -29,6 +29,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
+from lipgan.bench.sweep import parse_spec
 from lipgan.errors import ConfigError
 from lipgan.study import search
 from lipgan.study.spec import Cell, dumps
@@ -72,9 +73,7 @@ class Halving:
 
 def trial_cells(spec, halving: Halving, dataset: str, constraint: str, trial: int, steps: int):
     """Config ``trial``'s runs (one per seed) trained to ``steps``, decay over the full budget."""
-    from lipgan.study.tune import constraint_name
-
-    name = constraint_name(constraint)
+    name = parse_spec(constraint)[0]
     bindings = search.bindings(name, search.draw(name, trial), spec.full_steps(dataset))
     return [
         Cell(
@@ -93,11 +92,9 @@ def trial_cells(spec, halving: Halving, dataset: str, constraint: str, trial: in
 
 
 def mean_score(results: list[dict | None]) -> tuple[float, ...]:
-    """The seeds' mean of :func:`lipgan.study.tune.score`, component by component; a failed or
+    """The seeds' mean of :func:`lipgan.study.search.score`, component by component; a failed or
     missing seed makes it −inf (a config that fails on one seed is not chosen)."""
-    from lipgan.study.tune import score
-
-    scores = [score(r) for r in results]
+    scores = [search.score(r) for r in results]
     if not scores or any(-math.inf in s for s in scores):
         return (-math.inf, -math.inf, -math.inf)
     return tuple(sum(c) / len(scores) for c in zip(*scores))
@@ -136,8 +133,6 @@ def run_search(
     at the last finished rung, the full budget once complete), every finished rung's record, and
     whether every rung has finished.
     """
-    from lipgan.study.tune import constraint_name
-
     keys = [(d, c) for d in spec.datasets for c in spec.constraints]
     running = {key: list(range(spec.configs)) for key in keys}
     records: list[dict] = []
@@ -188,7 +183,7 @@ def run_search(
     chosen = {}
     for s in records[-1]["searches"] if records else ():
         best = max(s["trials"], key=lambda t: tuple(t["mean_score"]))
-        name = constraint_name(s["constraint"])
+        name = parse_spec(s["constraint"])[0]
         chosen[(s["dataset"], s["constraint"])] = {
             "trial": best["trial"],
             "config": search.draw(name, best["trial"]),

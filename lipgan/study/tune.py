@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Callable
 from pathlib import Path
 
 from lipgan.errors import ConfigError
 from lipgan.study import search
+from lipgan.study.search import score
 from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES, Cell, config_steps, dumps
 
 #: Search trial k trains with seed SEARCH_SEED + k; replicates use seeds 0, 1, ...
@@ -166,27 +166,6 @@ def search_cells(spec: TuneSpec) -> list[Cell]:
                     )
                 )
     return cells
-
-
-def score(result: dict | None) -> tuple[float, float, float]:
-    """The search's ranking key (higher is better): −W1, then high quality, then −reverse KL.
-
-    The exact W1 between the generated and the real sample (:mod:`lipgan.metrics.toy`) plays the
-    part FID plays in Lucic et al. 2018's selection: one distance between the two distributions,
-    so it punishes a collapsed generator (on the grid, 100 % high quality on 1 of 25 modes has
-    W1 ≈ 3.7) and one that spreads everywhere (8 ring modes at 2 % high quality) alike. Ranking
-    by high quality first chose exactly those collapsed configs on the grid.
-    """
-    metrics = (result or {}).get("metrics") or {}
-    if (result or {}).get("status") != "ok" or "high_quality_fraction" not in metrics:
-        return (-math.inf, -math.inf, -math.inf)
-    w1 = _finite_or_inf(metrics.get("w1"))
-    kl = _finite_or_inf(metrics.get("reverse_kl"))
-    return (-w1, metrics["high_quality_fraction"], -kl)
-
-
-def _finite_or_inf(value) -> float:
-    return math.inf if value is None or not math.isfinite(value) else float(value)
 
 
 def choose(spec: TuneSpec, results: dict[Cell, dict]) -> dict[tuple[str, str], dict]:
