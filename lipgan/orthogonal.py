@@ -74,7 +74,8 @@ def cayley(w):
     a = u - _adjoint(u) + tf.matmul(v, v, adjoint_a=True)
     eye = tf.eye(n, dtype=w.dtype)
     inv = _inverse(eye + a)
-    return tf.concat([tf.matmul(inv, eye - a), -2.0 * tf.matmul(v, inv)], axis=-2)
+    # (I + A)⁻¹(I − A) = 2(I + A)⁻¹ − I: no product for the square block.
+    return tf.concat([2.0 * inv - eye, -2.0 * tf.matmul(v, inv)], axis=-2)
 
 
 def refine(q):
