@@ -261,6 +261,9 @@ def layer_lipschitz(layer, in_shape, out_shape) -> float | None:
     """A Lipschitz constant of one single-input layer (ℓ₂ → ℓ₂), or None when none is known."""
     if isinstance(layer, keras.Model):
         return lipschitz_upper_bound(layer)
+    own = getattr(layer, "lipschitz_bound", None)
+    if callable(own):  # a layer that certifies itself (activation included), e.g. soc's, cayley's
+        return own()
     if isinstance(layer, keras.layers.SpectralNormalization):
         # Inference uses the kernel the last training call wrote (already divided by sigma).
         return layer_lipschitz(layer.layer, in_shape, out_shape)

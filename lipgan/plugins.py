@@ -36,6 +36,8 @@ BUILTIN_PLUGINS = {
     "bjorck": "lipgan_plugins.bjorck",
     "aol": "lipgan_plugins.aol",
     "aoc": "lipgan_plugins.aoc",
+    "cayley": "lipgan_plugins.cayley",
+    "soc": "lipgan_plugins.soc",
     "default": "lipgan_plugins.default_strategy",
     "mirrored": "lipgan_plugins.mirrored",
     "tpu": "lipgan_plugins.tpu",

@@ -245,7 +245,8 @@ def wrap_layers(critic: keras.Model, wrap) -> keras.Model:
 def chain_lipschitz_bound(critic: keras.Model) -> float | None:
     """Product of per-layer bounds along a ``keras.Sequential`` critic, or None.
 
-    None when the critic is not Sequential or has a layer that is neither a
+    A layer with a ``lipschitz_bound()`` method (a certified bound of its map, activation included)
+    gives that. None when the critic is not Sequential or has a layer that is neither such a layer, a
     :class:`KernelReparametrization`, an isometry (flatten, reshape) nor an activation of known
     Lipschitz constant (:func:`lipgan.lipschitz.activation_layer_lipschitz`).
     """
@@ -253,7 +254,10 @@ def chain_lipschitz_bound(critic: keras.Model) -> float | None:
         return None
     total = 1.0
     for layer in critic.layers:
-        if isinstance(layer, KernelReparametrization):
+        own = getattr(layer, "lipschitz_bound", None)
+        if callable(own):  # a layer that certifies itself, activation included
+            bound = own()
+        elif isinstance(layer, KernelReparametrization):
             act = activation_fn_lipschitz(layer.layer.activation)
             bound = None if act is None else layer.operator_norm_bound() * act
         elif isinstance(layer, ISOMETRIES):

@@ -47,11 +47,13 @@ def test_every_builtin_constraint_is_checked():
         "r1",
         "bjorck",
         "aol",
+        "cayley",
+        "soc",
     } <= names
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("index", range(10))
+@pytest.mark.parametrize("index", range(12))
 def test_builtin_passes_in_process_checks(index):
     cls, kwargs = builtins()[index]
     testing.check_constraint(cls, kwargs, replicas=False)

@@ -1,0 +1,214 @@
+"""``soc``: Skew Orthogonal Convolutions (Singla & Feizi, ICML 2021), with a certified truncation.
+
+"Skew Orthogonal Convolutions" (reference code: ``skew_ortho_conv.py`` of
+github.com/singlasahil14/SOC, class ``SOC``): for a skew-symmetric operator ``L`` (``Lᵀ = −L``),
+``exp(L)`` is orthogonal. A convolution ``L = conv(M) − conv_transpose(M)`` is skew-symmetric, and
+with an odd kernel and 'same' zero padding it is the convolution with ``S = M − flip(M)ᵀ``
+(:func:`lipgan.orthogonal.skew_kernel`) **exactly**, on the zero-padded image: so unlike
+``cayley``, SOC is orthogonal for the critic's zero padding, with no circular wrap. ``exp(L)x`` is
+the Taylor series ``Σ_{k≤K} Lᵏx/k!`` truncated after ``K = terms`` convolutions.
+
+**The truncation error, certified.** ``‖T_K(L)‖ ≤ ‖exp(L)‖ + ‖Σ_{k>K} Lᵏ/k!‖ ≤ 1 + τ_K(‖L‖)``,
+``τ_K(ℓ) = Σ_{k>K} ℓᵏ/k! ≤ ℓᴷ⁺¹/(K+1)!·e^ℓ`` (:func:`lipgan.orthogonal.taylor_tail`). For this
+to be small, every call rescales ``S`` to ``‖L‖ ≤ norm`` by a rigorous, stateless bound (Hölder:
+``‖L‖₂ ≤ sqrt(‖L‖₁‖L‖∞)``, the largest absolute kernel row/column sum), so ``τ_K(norm)`` bounds
+the error whatever training does; the constructor refuses ``terms``/``norm`` with
+``τ_K(norm) > 1e-5`` (``lipgan audit``'s threshold for certified). The reference instead divides
+by the "fantastic four" bound estimated by a stored power iteration (``correction = 0.7``, 5
+terms in training, 12 in evaluation): state that must be kept in sync, and a 5-term series at
+``‖L‖ = 0.7`` is off by up to 1.8e-4. Here training and evaluation use the same ``terms``
+(default 6 at ``norm = 0.5``: τ ≤ 1.7e-6). :meth:`SOCConv2D.operator_norm_bound` certifies
+``1 + τ_K(ℓ)`` with ``ℓ`` the Hölder bound of the effective ``L`` recomputed in float64
+(``≤ norm``). Hölder's bound is loose for dense random kernels (by about sqrt(channels)/2), so the
+reachable rotations are nearer the identity than the reference's: the price of needing no state.
+
+**Strides and widths** as the reference: a stride ``s`` is invertible downsampling (the ``s²``
+polyphase components as channels), ``c = max(s²·c_in, c_out)``; fewer input channels are padded
+with zeros (an isometry), more are sliced to the first ``c_out`` (orthonormal rows). The DCGAN
+critic's 5x5 stride-2 convs become SOC convs with 3x3 kernels on ``max(4·c_in, c_out)`` channels.
+
+**Dense** layers: ``x ↦ x·T_K(A)`` restricted to ``in`` rows and ``out`` columns, ``A`` the
+normalized ``(W − Wᵀ)/2`` of a raw ``c×c`` matrix, computed as ``K`` products of a
+``min(in, out)``-row slice; certified by the exact SVD of that effective kernel (truncation
+included). A layer with one output or input (the critic's last) is ``w/‖w‖``, the reference's
+normalized last layer.
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from lipgan import hookimpl
+from lipgan.errors import ConfigError
+from lipgan.orthogonal import (
+    OrthogonalConstruction,
+    downsample,
+    exp_series,
+    holder_bound,
+    layer_bound,
+    pair,
+    polyphase_shape,
+    skew_dense,
+    skew_kernel,
+    taylor_tail,
+)
+from lipgan.reparametrized import KernelReparametrization, fresh_copy
+from lipgan.search_space import ADAM
+
+#: The largest truncation error ``τ_K(norm)`` the constructor accepts: ``lipgan audit`` calls a critic
+#: certified 1-Lipschitz when its bound is ≤ 1 + 1e-5.
+MAX_TRUNCATION = 1e-5
+
+
+def _normalized(skew, norm: float):
+    """``skew`` scaled to ``‖L‖₂ ≤ norm`` by :func:`lipgan.orthogonal.holder_bound`."""
+    return skew * (norm / tf.maximum(holder_bound(skew), 1e-30))
+
+
+def _raw_initializer(channels: int):
+    return keras.initializers.RandomNormal(stddev=1.0 / math.sqrt(channels))  # the reference's
+
+
+class _SOCLayer(KernelReparametrization):
+    def __init__(self, layer, terms: int = 6, norm: float = 0.5, **kwargs):
+        super().__init__(layer, **kwargs)
+        self.terms, self.norm = int(terms), float(norm)
+
+    def _finish(self, out):
+        if self.bias is not None:
+            out = ops.add(out, ops.cast(self.bias, out.dtype))
+        return out if self.layer.activation is None else self.layer.activation(out)
+
+    def _bias(self, units: int):
+        if not self.layer.use_bias:
+            return None
+        return self.add_weight(name="bias", shape=(units,), initializer="zeros")
+
+    def lipschitz_bound(self) -> float | None:
+        """:meth:`operator_norm_bound` times the activation's constant."""
+        return layer_bound(self.operator_norm_bound(), self.layer.activation)
+
+    def get_config(self):
+        return {**super().get_config(), "terms": self.terms, "norm": self.norm}
+
+
+@keras.saving.register_keras_serializable(package="lipgan")
+class SOCDense(_SOCLayer):
+    """``x ↦ x·T_K(A)[:in, :out]`` (module docstring); ``w/‖w‖`` for one input or output."""
+
+    supports_conv = False
+
+    def build(self, input_shape):
+        self.units_in, self.units_out = int(input_shape[-1]), int(self.layer.units)
+        if min(self.units_in, self.units_out) == 1:
+            shape, init = (self.units_in, self.units_out), self.layer.kernel_initializer
+        else:
+            c = max(self.units_in, self.units_out)
+            shape, init = (c, c), _raw_initializer(c)
+        self.raw = self.add_weight(name="raw", shape=shape, initializer=init)
+        self.bias = self._bias(self.units_out)
+        self.built = True
+
+    def effective_kernel(self):
+        raw = ops.cast(self.raw, "float32")
+        if min(self.units_in, self.units_out) == 1:
+            return raw / tf.maximum(tf.norm(raw), 1e-30)
+        a = _normalized(skew_dense(raw), self.norm)
+        eye = tf.eye(a.shape[0])
+        if self.units_in <= self.units_out:  # the first `in` rows: v ↦ v·A on a row slice
+            rows = exp_series(lambda v: tf.matmul(v, a), eye[: self.units_in], self.terms)
+            return rows[:, : self.units_out]
+        cols = exp_series(lambda v: tf.matmul(a, v), eye[:, : self.units_out], self.terms)
+        return cols[: self.units_in]
+
+    def call(self, inputs):
+        return self._finish(ops.matmul(inputs, ops.cast(self.effective_kernel(), inputs.dtype)))
+
+
+@keras.saving.register_keras_serializable(package="lipgan")
+class SOCConv2D(_SOCLayer):
+    """A stride-``s`` SOC convolution (module docstring). Variables: ``raw`` [t, t, c, c] (``t``
+    = ``⌈k/s⌉`` made odd) and the bias; the wrapped Conv2D only holds the configuration."""
+
+    def build(self, input_shape):
+        conv = self.layer
+        self.grid_shape = polyphase_shape(conv, input_shape, "soc")
+        self.stride = pair(conv.strides)[0]
+        self.channels_in, self.channels_out = self.grid_shape[2], int(conv.filters)
+        c = max(self.channels_in, self.channels_out)
+        taps = [math.ceil(k / self.stride) for k in pair(conv.kernel_size)]
+        taps = [t + 1 - t % 2 for t in taps]  # odd: the 'same' adjoint is the flipped kernel
+        self.raw = self.add_weight(name="raw", shape=(*taps, c, c), initializer=_raw_initializer(c))
+        self.bias = self._bias(self.channels_out)
+        self.built = True
+
+    def effective_kernel(self):
+        """The normalized skew-symmetric kernel ``S`` [t, t, c, c] of ``L`` (float32)."""
+        return _normalized(skew_kernel(ops.cast(self.raw, "float32")), self.norm)
+
+    def call(self, inputs):
+        kernel = ops.cast(self.effective_kernel(), inputs.dtype)
+        x = downsample(inputs, self.stride)
+        extra = kernel.shape[-1] - self.channels_in
+        if extra > 0:
+            x = tf.pad(x, [[0, 0], [0, 0], [0, 0], [0, extra]])
+        z = exp_series(lambda v: tf.nn.conv2d(v, kernel, 1, "SAME"), x, self.terms)
+        return self._finish(z[..., : self.channels_out])
+
+    def operator_norm_bound(self) -> float:
+        """``1 + τ_K(ℓ)``, ``ℓ`` the Hölder bound on ``‖L‖`` of the effective kernel in float64.
+
+        ``ℓ ≤ norm`` up to rounding, so the bound is at most ``1 + τ_K(norm)`` (1 + 1.7e-6 at the
+        defaults). The DFT bound (:func:`lipgan.lipschitz.conv_operator_norm_bound`) is far
+        tighter (docs/plugins.md) but takes a hundred SVDs of ``c×c`` complex matrices per layer,
+        minutes for the DCGAN critic's 512-channel conv on two cores, for a gain below 2e-6.
+        """
+        kernel = tf.constant(np.asarray(self.effective_kernel(), np.float64))
+        return 1.0 + taylor_tail(float(holder_bound(kernel)), self.terms)
+
+
+class SOC(OrthogonalConstruction):
+    """Make every Dense/Conv2D layer of the critic a (truncated) exponential of a skew one.
+
+    Args:
+        terms: Taylor terms ``K`` (convolutions per layer and call).
+        norm: the bound the skew operator is scaled to (``‖L‖ ≤ norm``).
+
+    Raises:
+        ConfigError: ``terms < 1``, ``norm <= 0`` or a truncation error ``τ_K(norm) > 1e-5``.
+    """
+
+    name = "soc"
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    search_space = dict(ADAM)
+    description = (
+        "Skew orthogonal convolutions (Singla & Feizi 2021): exp of a skew-symmetric conv by a "
+        "truncated Taylor series, its truncation error in the certified bound; Dense too."
+    )
+
+    def __init__(self, terms: int = 6, norm: float = 0.5):
+        if int(terms) < 1 or not float(norm) > 0:
+            raise ConfigError(f"soc.terms must be >= 1 and soc.norm > 0, got {terms} and {norm}")
+        error = taylor_tail(float(norm), int(terms))
+        if error > MAX_TRUNCATION:
+            raise ConfigError(
+                f"soc with terms={terms} and norm={norm} truncates exp(L) with an error up to "
+                f"{error:.1e} > {MAX_TRUNCATION:g}: raise soc.terms or lower soc.norm"
+            )
+        self.terms, self.norm = int(terms), float(norm)
+
+    def wrap_dense(self, layer):
+        return SOCDense(fresh_copy(layer), self.terms, self.norm, name=f"soc_{layer.name}")
+
+    def wrap_conv(self, layer):
+        return SOCConv2D(fresh_copy(layer), self.terms, self.norm, name=f"soc_{layer.name}")
+
+
+@hookimpl
+def lipgan_register_constraints(register):
+    register(SOC)

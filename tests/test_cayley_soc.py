@@ -1,0 +1,227 @@
+"""``cayley`` and ``soc`` orthogonal layers: certified bounds against exact operator norms."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from lipgan.errors import ConfigError
+from lipgan.models import dcgan_critic, mlp_critic
+from lipgan.orthogonal import cayley, taylor_tail
+from lipgan.testing import ConstraintConformance
+from lipgan_plugins.cayley import Cayley, CayleyConv2D, CayleyDense
+from lipgan_plugins.soc import SOC, SOCConv2D, SOCDense
+from tests.helpers import assert_compiled_matches_eager, critic_update_step
+from tests.test_certified import conv_critic
+
+
+def explicit_operator(layer, shape) -> np.ndarray:
+    """The layer's linear map [out, in], applied in float64 to the identity basis (its float32
+    effective parameters, exact arithmetic up to float64 rounding)."""
+    n = int(np.prod(shape))
+    basis = tf.constant(np.eye(n).reshape(n, *shape), tf.float64)
+    return np.asarray(layer.call(basis)).reshape(n, -1).T
+
+
+# (constraint class, constructor kwargs): soc's third setting runs a far larger ‖L‖ (12 terms).
+SETTINGS = [
+    (Cayley, {}),
+    (SOC, {}),
+    (SOC, {"terms": 4, "norm": 0.2}),
+    (SOC, {"terms": 12, "norm": 2.0}),
+]
+WRAPPERS = {Cayley: (CayleyDense, CayleyConv2D), SOC: (SOCDense, SOCConv2D)}
+
+
+def random_layer(case: int):
+    """A random bias-free Dense or Conv2D layer wrapped by cayley or soc, with random weights
+    (scales 10^-2 .. 10^1.5), and the input shape of one example."""
+    rng = np.random.default_rng(case)
+    cls, kwargs = SETTINGS[case % len(SETTINGS)]
+    dense_cls, conv_cls = WRAPPERS[cls]
+    extra = {} if cls is Cayley else {"terms": 6, "norm": 0.5, **kwargs}
+    if case % 2:
+        n_in, n_out = (int(v) for v in rng.integers(1, 13, 2))
+        layer = dense_cls(keras.layers.Dense(n_out, use_bias=False), **extra)
+        shape = (n_in,)
+    else:
+        stride = int(rng.integers(1, 3))
+        size = int(rng.choice([4, 6, 8]))
+        shape = (size, size, int(rng.integers(1, 5)))
+        conv = keras.layers.Conv2D(
+            int(rng.integers(1, 5)),
+            int(rng.integers(1, 6)),
+            strides=stride,
+            padding="same",
+            use_bias=False,
+        )
+        layer = conv_cls(conv, **extra)
+    layer.build((None, *shape))
+    scale = 10 ** rng.uniform(-2, 1.5)
+    for v in layer.trainable_variables:
+        v.assign(scale * rng.standard_normal(v.shape).astype("float32"))
+    return layer, shape
+
+
+@pytest.mark.parametrize("case", range(120))
+def test_certified_bound_is_never_below_the_exact_norm_and_certifies(case):
+    layer, shape = random_layer(case)
+    singular = np.linalg.svd(explicit_operator(layer, shape), compute_uv=False)
+    bound = layer.lipschitz_bound()
+    # float64 SVD rounding aside (the Cayley bound *is* the exact norm, by the DFT).
+    assert singular.max() <= bound * (1 + 1e-12)
+    assert bound <= 1 + 1e-4
+    assert singular.max() >= 1 - 1e-4  # orthogonal (rows or columns), not merely a contraction
+
+
+@pytest.mark.parametrize("shape", [(6, 6), (6, 2), (2, 6), (1, 5), (5, 1)])
+def test_cayley_is_orthonormal_real_and_complex(shape):
+    rng = np.random.default_rng(1)
+    for w in (
+        rng.standard_normal(shape),
+        rng.standard_normal(shape) + 1j * rng.standard_normal(shape),
+    ):
+        q = cayley(tf.constant(w, tf.complex128 if np.iscomplexobj(w) else tf.float64)).numpy()
+        gram = q.conj().T @ q if shape[0] >= shape[1] else q @ q.conj().T
+        np.testing.assert_allclose(gram, np.eye(min(shape)), atol=1e-12)
+    # The reference's square form (I − A)(I + A)⁻¹ for a skew A = W − Wᵀ.
+    w = rng.standard_normal((5, 5))
+    a = w - w.T
+    expected = (np.eye(5) - a) @ np.linalg.inv(np.eye(5) + a)
+    np.testing.assert_allclose(cayley(tf.constant(w)).numpy(), expected, atol=1e-12)
+
+
+def test_cayley_conv_symbols_are_unitary_in_float32():
+    """‖QᴴQ − I‖ per frequency for the DCGAN critic's widest conv shape at a small width."""
+    layer = CayleyConv2D(keras.layers.Conv2D(16, 5, strides=2, padding="same"))
+    layer.build((None, 8, 8, 8))
+    q = layer.frequency_matrices().numpy().astype(np.complex128)  # [h, f, 16, 32]: rows
+    gram = q @ np.conj(np.swapaxes(q, -1, -2))
+    assert np.abs(gram - np.eye(16)).max() < 2e-6
+
+
+def test_soc_conv_is_skew_symmetric_exactly_and_its_bound_counts_the_truncation():
+    layer = SOCConv2D(keras.layers.Conv2D(3, 3, padding="same", use_bias=False), terms=2)
+    layer.build((None, 5, 5, 3))
+    s = layer.effective_kernel().numpy()
+    np.testing.assert_array_equal(s, -np.transpose(s[::-1, ::-1], (0, 1, 3, 2)))
+    basis = tf.constant(np.eye(75).reshape(75, 5, 5, 3))
+    lmat = tf.nn.conv2d(basis, s.astype(np.float64), 1, "SAME").numpy().reshape(75, -1).T
+    np.testing.assert_allclose(lmat, -lmat.T, atol=1e-12)  # zero padding: L is skew exactly
+    # Two terms: ‖I + L + L²/2‖ > 1 (|1 + iθ − θ²/2|² = 1 + θ⁴/4); the bound covers the excess.
+    exact = np.linalg.svd(explicit_operator(layer, (5, 5, 3)), compute_uv=False).max()
+    ell = np.linalg.norm(lmat, 2)
+    assert exact - 1 == pytest.approx(np.sqrt(1 + ell**4 / 4) - 1, rel=1e-6)
+    assert exact <= layer.operator_norm_bound() <= 1 + taylor_tail(layer.norm, 2)
+
+
+def test_taylor_tail_matches_the_series_and_the_lagrange_bound():
+    import math
+
+    for ell, k in [(0.7, 6), (0.3, 4), (2.0, 12), (1.0, 1)]:
+        direct = math.exp(ell) - sum(ell**j / math.factorial(j) for j in range(k + 1))
+        assert taylor_tail(ell, k) == pytest.approx(direct, rel=1e-6)
+        assert taylor_tail(ell, k) <= ell ** (k + 1) / math.factorial(k + 1) * math.exp(ell)
+    assert taylor_tail(0.0, 3) == 0.0
+
+
+def test_soc_refuses_a_truncation_it_cannot_certify_and_other_layers():
+    with pytest.raises(ConfigError, match="error up to 1.8e-04 > 1e-05: raise soc.terms"):
+        SOC(terms=5, norm=0.7)
+    with pytest.raises(ConfigError, match="soc.terms must be >= 1"):
+        SOC(terms=0)
+    for constraint in (SOC(), Cayley()):
+        one_d = keras.Sequential([keras.Input((8, 2)), keras.layers.Conv1D(2, 3)])
+        with pytest.raises(ConfigError, match="Dense and Conv2D layers, not Conv1D"):
+            constraint.wrap_critic(one_d)
+        valid = keras.Sequential([keras.Input((8, 8, 2)), keras.layers.Conv2D(2, 3)])
+        with pytest.raises(ConfigError, match="padding='valid'"):
+            constraint.wrap_critic(valid)
+        odd = keras.Sequential([keras.Input((7, 7, 2)), keras.layers.Conv2D(2, 3, 2, "same")])
+        with pytest.raises(ConfigError, match=r"strides \(2, 2\) on 7x7 inputs"):
+            constraint.wrap_critic(odd)
+
+
+CRITICS = {
+    "mlp": (lambda s: mlp_critic(s, width=16, depth=3, activation="maxmin"), (2,)),
+    "dcgan": (lambda s: dcgan_critic(s, dim=4, activation="maxmin"), (16, 16, 1)),
+}
+
+
+@pytest.mark.parametrize("critic", sorted(CRITICS))
+@pytest.mark.parametrize("constraint", [Cayley(), SOC()], ids=["cayley", "soc"])
+def test_the_audit_certifies_the_shipped_critics_and_gradients_flow(constraint, critic):
+    from lipgan import audit
+
+    factory, shape = CRITICS[critic]
+    keras.utils.set_random_seed(0)
+    wrapped = constraint.wrap_critic(factory(shape))
+    assert wrapped(np.zeros((2, *shape), "float32")).shape == (2, 1)
+    upper, source = audit.upper_bound(wrapped, constraint)
+    assert source == f"constraint:{constraint.name}" and 0.999 <= upper <= 1 + 1e-4
+    assert len(wrapped.non_trainable_variables) == 0  # stateless
+    step = critic_update_step(wrapped, constraint=None)
+    rng = np.random.default_rng(0)
+    weights = [v for v in wrapped.trainable_variables if "bias" not in v.path]
+    before = [v.numpy().copy() for v in weights]
+    for _ in range(3):
+        real = tf.constant(rng.standard_normal((8, *shape)), tf.float32)
+        step(real, real + 1.0)
+    # Every raw parameter moves (the loss's gradient reaches each through the transforms).
+    assert all(np.abs(v.numpy() - b).max() > 0 for v, b in zip(weights, before))
+    assert constraint.lipschitz_bound(wrapped) <= 1 + 1e-4  # still certified after updates
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("constraint", [Cayley(), SOC()], ids=["cayley", "soc"])
+def test_the_resnet_critic_averages_its_residuals_and_is_certified(constraint):
+    from lipgan.models import resnet_critic
+
+    keras.utils.set_random_seed(0)
+    critic = constraint.wrap_critic(resnet_critic((32, 32, 3), dim=4))
+    assert not any(type(layer) is keras.layers.Add for layer in critic.layers)
+    assert sum(type(layer) is keras.layers.Average for layer in critic.layers) == 4
+    bound = constraint.lipschitz_bound(critic)
+    assert bound is not None and bound <= 1 + 1e-4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("critic", sorted(CRITICS))
+@pytest.mark.parametrize("constraint", [Cayley(), SOC()], ids=["cayley", "soc"])
+def test_critic_and_its_gradients_are_the_same_under_xla(constraint, critic):
+    factory, shape = CRITICS[critic]
+    keras.utils.set_random_seed(0)
+    wrapped = constraint.wrap_critic(factory(shape))
+    x = tf.random.stateless_normal((4, *shape), seed=[2, 2])
+    assert_compiled_matches_eager(wrapped, x, nonzero_gradients=True)
+
+
+def _builtins():
+    from tests.test_testing_kit import builtins
+
+    return {cls.name for cls, _ in builtins()}
+
+
+class TestCayleyConformance(ConstraintConformance):
+    constraint_class = Cayley
+
+    def test_replica_invariance(self):  # stateless: the slow built-ins test covers all of them
+        assert "cayley" in _builtins()
+
+
+class TestCayleyConformanceConv(TestCayleyConformance):
+    data_shape = (8, 8, 3)
+    critic_factory = conv_critic
+
+
+class TestSOCConformance(ConstraintConformance):
+    constraint_class = SOC
+    constraint_kwargs = {"terms": 8, "norm": 1.0}
+
+    def test_replica_invariance(self):
+        assert "soc" in _builtins()
+
+
+class TestSOCConformanceConv(TestSOCConformance):
+    data_shape = (8, 8, 3)
+    critic_factory = conv_critic
