@@ -263,7 +263,7 @@ def test_each_command_offers_only_the_executors_it_runs():
         return next(line for line in text.splitlines() if "--executor" in line)
 
     assert "tune" not in executor_help("study") and "ray" in executor_help("study")
-    assert "tune: one Ray Tune trial per run" in executor_help("tune")
+    assert "tune (one Ray Tune trial per run)" in executor_help("tune")
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1"])

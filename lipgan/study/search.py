@@ -60,7 +60,7 @@ def tunable(registry=None) -> tuple[list[str], dict[str, str]]:
         cls = registry.get("constraint", name)
         try:
             if cls.search_space is None:
-                raise ValueError(f"{cls.__qualname__} declares no search_space")
+                raise ValueError(f"{cls.__name__} declares no search_space")
             check_space(name, cls.search_space)
             names.append(name)
         except ValueError as exc:
