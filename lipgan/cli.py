@@ -183,22 +183,28 @@ def check_syntax(gin_files: list[str], bindings: list[str]) -> None:
 
 
 def _check_syntax(gin_files: list[str], bindings: list[str]) -> None:
+    import gin.config_parser
+
     import gin
 
-    # Syntax only: an unknown parameter of a configurable gin already knows (ValueError) is the
-    # full parse's to report, with the names and rules that apply where it is used.
+    # Syntax only: the files' own statements are read by gin's parser (includes and imports are
+    # not followed, nor names resolved); an unknown parameter of a configurable gin already knows
+    # (ValueError) is the full parse's to report, with the names and rules that apply there.
     errors = (SyntaxError, tokenize.TokenError)
+    delegate = gin.config.ParserDelegate(skip_unknown=True)
     try:
         for name in gin_files:
             path = _config_file(name)
             if path is None:
                 continue
             try:
-                gin.parse_config_file(str(path), skip_unknown=True)
+                with open(path) as text:
+                    for _ in gin.config_parser.ConfigParser(text, delegate):
+                        pass
             except errors as exc:
                 raise ConfigError(gin_messages.one_line(exc, str(path), None, [])) from None
-            except (OSError, ValueError, TypeError):
-                return  # a missing include, a name: the full parse names it and its chain
+            except Exception:  # noqa: BLE001 - not a syntax error: the full parse's to report
+                continue
         for binding in bindings:
             if "=" not in binding:
                 return  # the full parse's own line
@@ -208,7 +214,7 @@ def _check_syntax(gin_files: list[str], bindings: list[str]) -> None:
                 raise ConfigError(
                     gin_messages.one_line(exc, f"--bind {binding!r}", None, [], binding=True)
                 ) from None
-            except (ValueError, TypeError):
+            except Exception:  # noqa: BLE001 - not a syntax error: the full parse's to report
                 continue
     finally:
         gin.clear_config()

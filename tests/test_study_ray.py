@@ -63,7 +63,7 @@ def test_options_of_the_other_executor_and_bad_resources_are_one_line(tmp_path, 
     line = _one_line_error([*base, "--storage", tmp_path])
     assert "--storage is an option of --executor ray" in line
     line = _one_line_error([*base, "--executor", "ray", "--jobs", "2"])
-    assert "--jobs is for --executor local" in line
+    assert "--jobs is an option of --executor local, not of ray" in line
     pytest.importorskip("ray")  # the resources are parsed once Ray is known to be there
     line = _one_line_error([*base, "--executor", "ray", "--cell-resources", "num_cpus=one"])
     assert "'num_cpus=one' is not NAME=NUMBER" in line
