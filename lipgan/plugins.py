@@ -33,6 +33,8 @@ BUILTIN_PLUGINS = {
     "r1": "lipgan_plugins.r1",
     "bjorck": "lipgan_plugins.bjorck",
     "aol": "lipgan_plugins.aol",
+    "sll": "lipgan_plugins.sll",
+    "cpl": "lipgan_plugins.cpl",
     "default": "lipgan_plugins.default_strategy",
     "mirrored": "lipgan_plugins.mirrored",
     "tpu": "lipgan_plugins.tpu",

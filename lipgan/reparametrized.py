@@ -22,7 +22,11 @@ from keras import ops
 
 from lipgan.constraint import Constraint
 from lipgan.errors import ConfigError
-from lipgan.lipschitz import activation_fn_lipschitz, activation_layer_lipschitz
+from lipgan.lipschitz import (
+    activation_fn_lipschitz,
+    activation_layer_lipschitz,
+    own_lipschitz_bound,
+)
 
 #: Layers that change no distances: flattening and reshaping are isometries.
 ISOMETRIES = (keras.layers.InputLayer, keras.layers.Flatten, keras.layers.Reshape)
@@ -246,14 +250,18 @@ def chain_lipschitz_bound(critic: keras.Model) -> float | None:
     """Product of per-layer bounds along a ``keras.Sequential`` critic, or None.
 
     None when the critic is not Sequential or has a layer that is neither a
-    :class:`KernelReparametrization`, an isometry (flatten, reshape) nor an activation of known
-    Lipschitz constant (:func:`lipgan.lipschitz.activation_layer_lipschitz`).
+    :class:`KernelReparametrization`, a layer with its own certificate (a ``lipschitz_bound()``
+    method: :func:`lipgan.lipschitz.own_lipschitz_bound`), an isometry (flatten, reshape) nor an
+    activation of known Lipschitz constant (:func:`lipgan.lipschitz.activation_layer_lipschitz`).
     """
     if not isinstance(critic, keras.Sequential):
         return None
     total = 1.0
     for layer in critic.layers:
-        if isinstance(layer, KernelReparametrization):
+        own = own_lipschitz_bound(layer)
+        if own is not NotImplemented:
+            bound = own
+        elif isinstance(layer, KernelReparametrization):
             act = activation_fn_lipschitz(layer.layer.activation)
             bound = None if act is None else layer.operator_norm_bound() * act
         elif isinstance(layer, ISOMETRIES):

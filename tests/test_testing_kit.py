@@ -46,11 +46,13 @@ def test_every_builtin_constraint_is_checked():
         "r1",
         "bjorck",
         "aol",
+        "sll",
+        "cpl",
     } <= names
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("index", range(9))
+@pytest.mark.parametrize("index", range(11))
 def test_builtin_passes_in_process_checks(index):
     cls, kwargs = builtins()[index]
     testing.check_constraint(cls, kwargs, replicas=False)

@@ -95,6 +95,8 @@ SPACES: dict[str, dict] = {
     "spectral_norm": dict(ADAM),
     "bjorck": dict(ADAM),
     "aol": dict(ADAM),
+    "sll": dict(ADAM),
+    "cpl": dict(ADAM),
 }
 
 #: Settings every config of a constraint gets unchanged (see the module docstring).
