@@ -279,7 +279,9 @@ class ResidualConstruction(KernelConstruction):
     * any other Dense or Conv2D (a change of width, a stride 2, the final output) becomes the
       layer :meth:`rescaled` returns (the plugins: AOL-rescaled, 1-Lipschitz), and a Conv2D is
       followed by a :class:`ResidualConv` of ``kernel_size`` at its output channels, so a
-      convolutional critic gets one residual layer per stage;
+      convolutional critic gets one residual layer per stage. ``kernel_size`` is 1 by default:
+      a 3x3 one (the reference's) triples the DCGAN critic's FLOPs per step, 1x1 adds 38 %
+      (``lipgan bench``; docs/plugins.md, "#### sll");
     * every other layer is copied (activations, Flatten: their constants enter the bound).
 
     Functional critics (``resnet_critic``) are refused in one line. The certified bound is the
@@ -290,7 +292,7 @@ class ResidualConstruction(KernelConstruction):
     #: "sll" or "cpl" (the subclass's layer kind).
     kind: str = ""
 
-    def __init__(self, kernel_size: int = 3):
+    def __init__(self, kernel_size: int = 1):
         if int(kernel_size) < 1:
             raise ConfigError(f"{self.name}.kernel_size must be >= 1, got {kernel_size}")
         self.kernel_size = int(kernel_size)

@@ -32,7 +32,8 @@ class CPL(ResidualConstruction):
     """Rebuild the critic from CPL residual layers and AOL-rescaled changes of shape (module doc).
 
     Args:
-        kernel_size: of the CPL conv layer inserted after each strided or width-changing Conv2D.
+        kernel_size: of the CPL conv layer inserted after each strided or width-changing Conv2D
+            (1 by default, for cost: docs/plugins.md, "#### sll").
 
     Raises:
         ConfigError: ``kernel_size < 1``; a critic that is not ``keras.Sequential``; a

@@ -17,8 +17,9 @@ layers and their certificates are :mod:`lipgan.residual_layers`; the critic rewr
 * a shape-preserving Conv2D becomes an SLL conv layer;
 * every other Dense/Conv2D (the first and last Dense, the DCGAN critic's stride-2 convs and its
   output) becomes an AOL-rescaled layer (:mod:`lipgan_plugins.aol`, orthogonal / delta-orthogonal
-  start), and each such Conv2D is followed by an SLL conv layer (``kernel_size``, 3 by default as
-  in the reference) at its output channels.
+  start), and each such Conv2D is followed by an SLL conv layer (``kernel_size``: 1 by default,
+  which keeps a DCGAN critic step within 1.5x a plain one; the reference's 3 triples it) at its
+  output channels.
 
 Differences from the reference: kernels start orthogonal (Dense) or delta-orthogonal (Conv), where
 T is exact (T = I), instead of Xavier-normal; q starts at 1 (the reference: ``exp(randn)``); biases
@@ -35,7 +36,8 @@ class SLL(ResidualConstruction):
     """Rebuild the critic from SLL residual layers and AOL-rescaled changes of shape (module doc).
 
     Args:
-        kernel_size: of the SLL conv layer inserted after each strided or width-changing Conv2D.
+        kernel_size: of the SLL conv layer inserted after each strided or width-changing Conv2D
+            (1 by default, for cost: docs/plugins.md, "#### sll").
 
     Raises:
         ConfigError: ``kernel_size < 1``; a critic that is not ``keras.Sequential``; a

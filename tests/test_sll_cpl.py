@@ -130,8 +130,8 @@ def test_mlp_and_dcgan_critics_are_rewritten_as_documented(constraint):
         "AOLRescaled",
     ]
     assert [layer.kernel.shape for layer in conv.layers if isinstance(layer, ResidualConv)] == [
-        (3, 3, 4, 4),
-        (3, 3, 8, 8),
+        (1, 1, 4, 4),
+        (1, 1, 8, 8),
     ]
     # Delta-orthogonal residual kernels and orthogonal Dense ones: T = I, the layers start exact.
     for layer in conv.layers + mlp.layers:
@@ -148,8 +148,8 @@ def test_shape_preserving_conv_becomes_one_residual_layer_and_kernel_size_is_bou
     (layer,) = SLL().wrap_critic(critic).layers
     assert isinstance(layer, ResidualConv) and layer.kernel.shape == (5, 5, 3, 3)
     strided = keras.Sequential([keras.Input((6, 6, 3)), keras.layers.Conv2D(4, 3, strides=2)])
-    layers = CPL(kernel_size=1).wrap_critic(strided).layers
-    assert layers[1].kernel.shape == (1, 1, 4, 4)
+    layers = CPL(kernel_size=3).wrap_critic(strided).layers
+    assert layers[1].kernel.shape == (3, 3, 4, 4)
 
 
 @pytest.mark.parametrize("constraint", [SLL(), CPL()])
@@ -167,7 +167,7 @@ def test_what_cannot_be_rewritten_is_refused_in_one_line(constraint):
 @pytest.mark.parametrize("constraint", [SLL(), CPL()])
 def test_stateless_gradients_flow_to_every_weight(constraint):
     keras.utils.set_random_seed(0)
-    critic = constraint.wrap_critic(conv_critic((6, 6, 2)))
+    critic = type(constraint)(kernel_size=3).wrap_critic(conv_critic((6, 6, 2)))
     assert len(critic.non_trainable_variables) == 0
     names = {v.name for v in critic.trainable_variables}
     assert names <= {"kernel", "bias", "log_q"} and ("log_q" in names) == (constraint.kind == "sll")
@@ -206,7 +206,10 @@ def test_trained_critic_keeps_its_certificate_above_the_audit_lower_bound(constr
 
 @pytest.mark.parametrize(
     "constraint,factory,shape",
-    [(SLL(), lambda s: mlp_critic(s, width=8, depth=2), (2,)), (CPL(), conv_critic, (6, 6, 2))],
+    [
+        (SLL(), lambda s: mlp_critic(s, width=8, depth=2), (2,)),
+        (CPL(kernel_size=3), conv_critic, (6, 6, 2)),
+    ],
 )
 def test_critic_and_its_gradients_are_the_same_under_xla(constraint, factory, shape):
     keras.utils.set_random_seed(0)
@@ -241,7 +244,7 @@ class TestSLLConformanceConv(TestSLLConformance):
 
 class TestCPLConformance(ConstraintConformance):
     constraint_class = CPL
-    constraint_kwargs = {"kernel_size": 1}
+    constraint_kwargs = {"kernel_size": 3}
 
     def test_replica_invariance(self):
         assert "cpl" in _builtins()
