@@ -55,7 +55,7 @@ def unrolled(layer, shape) -> np.ndarray:
     return tf.nn.conv2d(basis, kernel, 1, "SAME").numpy().reshape(dim, -1).T
 
 
-@pytest.mark.parametrize("form", ["dense", "conv"])
+@pytest.mark.parametrize("form", ["dense", pytest.param("conv", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("kind", ["sll", "cpl"])
 def test_certified_bound_is_never_below_the_exact_constant(kind, form):
     for seed in range(CASES):
