@@ -312,7 +312,7 @@ class ResidualConstruction(KernelConstruction):
       followed by a :class:`ResidualConv` of ``kernel_size`` at its output channels, so a
       convolutional critic gets one residual layer per stage. ``kernel_size`` is 1 by default:
       a 3x3 one (the reference's) triples the DCGAN critic's FLOPs per step, 1x1 adds 38 %
-      (``lipgan bench``; docs/plugins.md, "#### sll");
+      (``lipgan bench``; docs/plugins.md, "#### cpl", "Cost");
     * every other layer is copied (activations, Flatten: their constants enter the bound).
 
     Functional critics (``resnet_critic``) are refused in one line. The certified bound is the
