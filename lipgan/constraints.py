@@ -1,7 +1,8 @@
 """Every registered constraint as a Python class: ``from lipgan.constraints import GradientPenalty``.
 
 Built-ins: ``NoConstraint``, ``WeightClip``, ``GradientPenalty``, ``SpectralNorm``,
-``LipschitzPenalty``, ``Dragan``, ``R1``, ``Bjorck``, ``AOL``, ``Cayley``, ``SOC``; third-party plugins' classes are found the same way
+``LipschitzPenalty``, ``Dragan``, ``R1``, ``Bjorck``, ``AOL``, ``AOC``, ``Cayley``, ``SOC``, ``SLL``, ``CPL``;
+third-party plugins' classes are found the same way
 (see :mod:`lipgan.public_names`). In gin and on the CLI the same classes go by their registered
 names (``@gradient_penalty()``).
 """

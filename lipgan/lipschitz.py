@@ -150,6 +150,25 @@ def activation_layer_lipschitz(layer) -> float | None:
     return None
 
 
+def own_lipschitz_bound(layer):
+    """The layer's own certificate, if it has one: ``layer.lipschitz_bound()``, else NotImplemented.
+
+    The hook for layers whose Lipschitz constant no rule here can derive (residual layers such as
+    :class:`lipgan.residual_layers.ResidualDense`, orthogonal convolutions): a method
+    ``lipschitz_bound(self) -> float | None`` on the layer returns a certified ℓ2 bound of the
+    whole layer map, its activation included, or None when it knows none. Both bound walks
+    (:func:`lipschitz_upper_bound` and :func:`lipgan.reparametrized.chain_lipschitz_bound`) ask
+    it first. A model is not asked (its layers are walked instead).
+    """
+    method = getattr(layer, "lipschitz_bound", None)
+    if isinstance(layer, keras.Model) or not isinstance(layer, keras.layers.Layer):
+        return NotImplemented
+    if not callable(method):
+        return NotImplemented
+    bound = method()
+    return None if bound is None else float(bound)
+
+
 def conv_operator_norm_bound(kernel: np.ndarray, spatial, strides=1) -> float:
     """An upper bound on ‖conv‖₂ for a convolution with ``kernel`` [k₁..k_d, c_in, c_out] and
     ``strides``, applied to inputs of spatial size ``spatial`` (any zero padding), or its transpose.
@@ -261,9 +280,9 @@ def layer_lipschitz(layer, in_shape, out_shape) -> float | None:
     """A Lipschitz constant of one single-input layer (ℓ₂ → ℓ₂), or None when none is known."""
     if isinstance(layer, keras.Model):
         return lipschitz_upper_bound(layer)
-    own = getattr(layer, "lipschitz_bound", None)
-    if callable(own):  # a layer that certifies itself (activation included), e.g. soc's, cayley's
-        return own()
+    own = own_lipschitz_bound(layer)
+    if own is not NotImplemented:
+        return own
     if isinstance(layer, keras.layers.SpectralNormalization):
         # Inference uses the kernel the last training call wrote (already divided by sigma).
         return layer_lipschitz(layer.layer, in_shape, out_shape)
@@ -312,7 +331,8 @@ def lipschitz_upper_bound(critic) -> float | None:
     Computed on the critic's layer graph (Sequential or functional, nested models recursively), each
     tensor getting a bound L on the map from the critic's input to it:
 
-    * a single-input layer multiplies L by its own constant (:func:`layer_lipschitz`): Dense:
+    * a single-input layer multiplies L by its own constant (:func:`layer_lipschitz`): a layer
+      with a ``lipschitz_bound()`` method by what it returns (:func:`own_lipschitz_bound`); Dense:
       σ_max(W) (exact SVD); Conv and ConvTranspose: :func:`conv_operator_norm_bound` (the norm of
       the convolution *operator* at the layer's input size, not the norm of the reshaped kernel);
       the activation from :data:`ACTIVATIONS` (by identity) or :func:`activation_layer_lipschitz`;

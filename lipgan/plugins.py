@@ -38,6 +38,8 @@ BUILTIN_PLUGINS = {
     "aoc": "lipgan_plugins.aoc",
     "cayley": "lipgan_plugins.cayley",
     "soc": "lipgan_plugins.soc",
+    "sll": "lipgan_plugins.sll",
+    "cpl": "lipgan_plugins.cpl",
     "default": "lipgan_plugins.default_strategy",
     "mirrored": "lipgan_plugins.mirrored",
     "tpu": "lipgan_plugins.tpu",

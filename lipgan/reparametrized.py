@@ -22,7 +22,11 @@ from keras import ops
 
 from lipgan.constraint import Constraint
 from lipgan.errors import ConfigError
-from lipgan.lipschitz import activation_fn_lipschitz, activation_layer_lipschitz
+from lipgan.lipschitz import (
+    activation_fn_lipschitz,
+    activation_layer_lipschitz,
+    own_lipschitz_bound,
+)
 
 #: Layers that change no distances: flattening and reshaping are isometries.
 ISOMETRIES = (keras.layers.InputLayer, keras.layers.Flatten, keras.layers.Reshape)
@@ -245,18 +249,18 @@ def wrap_layers(critic: keras.Model, wrap) -> keras.Model:
 def chain_lipschitz_bound(critic: keras.Model) -> float | None:
     """Product of per-layer bounds along a ``keras.Sequential`` critic, or None.
 
-    A layer with a ``lipschitz_bound()`` method (a certified bound of its map, activation included)
-    gives that. None when the critic is not Sequential or has a layer that is neither such a layer, a
-    :class:`KernelReparametrization`, an isometry (flatten, reshape) nor an activation of known
-    Lipschitz constant (:func:`lipgan.lipschitz.activation_layer_lipschitz`).
+    None when the critic is not Sequential or has a layer that is neither a
+    :class:`KernelReparametrization`, a layer with its own certificate (a ``lipschitz_bound()``
+    method: :func:`lipgan.lipschitz.own_lipschitz_bound`), an isometry (flatten, reshape) nor an
+    activation of known Lipschitz constant (:func:`lipgan.lipschitz.activation_layer_lipschitz`).
     """
     if not isinstance(critic, keras.Sequential):
         return None
     total = 1.0
     for layer in critic.layers:
-        own = getattr(layer, "lipschitz_bound", None)
-        if callable(own):  # a layer that certifies itself, activation included
-            bound = own()
+        own = own_lipschitz_bound(layer)
+        if own is not NotImplemented:
+            bound = own
         elif isinstance(layer, KernelReparametrization):
             act = activation_fn_lipschitz(layer.layer.activation)
             bound = None if act is None else layer.operator_norm_bound() * act

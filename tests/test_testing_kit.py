@@ -49,11 +49,13 @@ def test_every_builtin_constraint_is_checked():
         "aol",
         "cayley",
         "soc",
+        "sll",
+        "cpl",
     } <= names
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("index", range(12))
+@pytest.mark.parametrize("index", range(14))
 def test_builtin_passes_in_process_checks(index):
     cls, kwargs = builtins()[index]
     testing.check_constraint(cls, kwargs, replicas=False)
