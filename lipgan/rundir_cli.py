@@ -105,6 +105,17 @@ def load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: bool
     return trainer, step
 
 
+#: ``--generator`` of eval, sample and audit (:meth:`lipgan.Trainer.generator_model`).
+generator_option = click.option(
+    "--generator",
+    type=click.Choice(["default", "raw", "ema"]),
+    default="default",
+    show_default=True,
+    help="Which generator: the raw one, its EMA (train.ema_decay), or the run's default (the EMA "
+    "when the run has one).",
+)
+
+
 def generator_name(trainer, which: str) -> str:
     """``raw`` or ``ema``: the generator ``--generator which`` measured (recorded in the JSON)."""
     model = trainer.generator_model(which)
@@ -134,14 +145,7 @@ def generator_name(trainer, which: str) -> str:
     help="A registered metric to compute (repeatable; `lipgan plugins` lists them; default: "
     "every metric that applies to the data).",
 )
-@click.option(
-    "--generator",
-    type=click.Choice(["default", "raw", "ema"]),
-    default="default",
-    show_default=True,
-    help="Which generator: the raw one, its EMA (train.ema_decay), or the run's default (the EMA "
-    "when the run has one).",
-)
+@generator_option
 @click.option("--mock-data", is_flag=True, help="Real samples from tfds.testing.mock_data.")
 @disable_option
 def eval_command(run_dir, num_samples, bindings, metric_names, generator, mock_data, disabled):
@@ -173,14 +177,7 @@ def eval_command(run_dir, num_samples, bindings, metric_names, generator, mock_d
     help="Real, fake and interpolated points each.",
 )
 @click.option("--seed", type=SEED, help="Sampling seed (default: the run's train.seed).")
-@click.option(
-    "--generator",
-    type=click.Choice(["default", "raw", "ema"]),
-    default="default",
-    show_default=True,
-    help="Which generator: the raw one, its EMA (train.ema_decay), or the run's default (the EMA "
-    "when the run has one).",
-)
+@generator_option
 @click.option("--mock-data", is_flag=True, help="Real samples from tfds.testing.mock_data.")
 @disable_option
 def audit_command(run_dir, points, seed, generator, mock_data, disabled):
@@ -211,14 +208,7 @@ def audit_command(run_dir, points, seed, generator, mock_data, disabled):
     help="Output file: OUT.npz (array 'samples') and OUT.png next to it.",
 )
 @click.option("--seed", type=SEED, help="Noise seed (default: the run's train.seed).")
-@click.option(
-    "--generator",
-    type=click.Choice(["default", "raw", "ema"]),
-    default="default",
-    show_default=True,
-    help="Which generator: the raw one, its EMA (train.ema_decay), or the run's default (the EMA "
-    "when the run has one).",
-)
+@generator_option
 @disable_option
 def sample(run_dir, num, out, seed, generator, disabled):
     """Generate samples from the latest checkpoint of RUN_DIR (.npz and a PNG grid or scatter).
