@@ -112,7 +112,9 @@ def test_soc_conv_is_skew_symmetric_exactly_and_its_bound_counts_the_truncation(
     exact = np.linalg.svd(explicit_operator(layer, (5, 5, 3)), compute_uv=False).max()
     ell = np.linalg.norm(lmat, 2)
     assert exact - 1 == pytest.approx(np.sqrt(1 + ell**4 / 4) - 1, rel=1e-6)
-    assert exact <= layer.operator_norm_bound() <= 1 + taylor_tail(layer.norm, 2)
+    # The certificate uses L's norm as computed (float32 kernel, float64 norm), which may sit a
+    # rounding above the configured 0.5: allow that in the upper check, never in the lower one.
+    assert exact <= layer.operator_norm_bound() <= 1 + taylor_tail(layer.norm * (1 + 1e-6), 2)
 
 
 def test_taylor_tail_matches_the_series_and_the_lagrange_bound():

@@ -88,7 +88,12 @@ def test_the_cli_evaluates_samples_and_audits_a_run_dir_written_from_python(tmp_
     evaluated = invoke("eval", str(run_dir), "--samples", "16")
     assert evaluated.exit_code == 0, evaluated.output
     expected = {k.removeprefix("eval/"): v for k, v in trainer.evaluate(16).items()}
-    assert json.loads(evaluated.output) == {"run_dir": str(run_dir), "step": 2, **expected}
+    assert json.loads(evaluated.output) == {
+        "run_dir": str(run_dir),
+        "step": 2,
+        "generator": "raw",  # a run without an EMA samples from its generator
+        **expected,
+    }
     assert {"w1", "w1_floor"} <= set(expected)  # own data: W1 with its floor
 
     audited = invoke("audit", str(run_dir), "--points", "16")
@@ -96,6 +101,7 @@ def test_the_cli_evaluates_samples_and_audits_a_run_dir_written_from_python(tmp_
     assert json.loads(audited.output) == {
         "run_dir": str(run_dir),
         "step": 2,
+        "generator": "raw",
         **json.loads(json.dumps(trainer.audit(points=16))),
     }
 
