@@ -112,19 +112,19 @@ def test_a_tiny_halving_tune_end_to_end(tmp_path):
 
     out = tmp_path / "tuned"
     s = tune.TuneSpec(
-        ("gradient_penalty",), ("8gaussians",), configs=3, seeds=1, steps=20, eval_every=10,
-        eval_samples=1000, search="halving", eta=3, rungs=2, search_seeds=2,
+        ("gradient_penalty",), ("8gaussians",), configs=2, seeds=1, steps=20, eval_every=10,
+        eval_samples=1000, search="halving", eta=2, rungs=2, search_seeds=1,
     )  # fmt: skip
     report = tune.run_tune(s, out, executor=LocalExecutor(2))
     rung0 = json.loads((out / "search" / "rung0.json").read_text())["searches"][0]
     rung1 = json.loads((out / "search" / "rung1.json").read_text())["searches"][0]
-    assert (rung0["steps"], rung1["steps"]) == (7, 20) and len(rung0["promoted"]) == 1
+    assert (rung0["steps"], rung1["steps"]) == (10, 20) and len(rung0["promoted"]) == 1
     (k,) = rung0["promoted"]
     assert [t["trial"] for t in rung1["trials"]] == [k]
     # the promoted run continued its run dir: one metrics file from step 0 to 20
     run_dir = out / "search" / "runs" / "8gaussians" / "gradient_penalty" / f"config{k:02d}-seed0"
     steps = [json.loads(x)["step"] for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert steps[-1] == 20 and 7 in steps
+    assert steps[-1] == 20 and 10 in steps
     assert json.loads((out / "chosen.json").read_text())[0]["trial"] == k
     assert "## Successive halving" in (out / "tune.md").read_text()
     assert len(report.final) == 1
