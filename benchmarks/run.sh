@@ -64,6 +64,11 @@ lipgan bench --model dcgan --measure critic_step --repetitions 9 --no-keras-io -
 # AOC's orthogonal convolutions against BCOP's (bjorck) and the plain critic, interleaved.
 lipgan bench --model dcgan --measure critic_step --constraint none --constraint bjorck \
   --constraint aoc --mode function --no-keras-io --repetitions 9 $EXTRA --out "$OUT/dcgan_aoc"
+# Every certified layer against the plain critic and GP, toy and DCGAN, interleaved (issue #39).
+lipgan bench --model toy --model dcgan --constraint none --constraint gradient_penalty \
+  --constraint bjorck --constraint aol --constraint aoc --constraint sll --constraint cpl \
+  --constraint cayley --constraint soc --mode function --measure critic_step --repetitions 5 \
+  --no-keras-io $EXTRA --out "$OUT/certified_layers"
 # bf16 critic steps, toy and DCGAN: none and GP (all rows on native-bf16 CPUs are in the toy run).
 lipgan bench --model toy --model dcgan --mode function+bf16 --mode xla+bf16 --measure critic_step \
   --no-keras-io --constraint none --constraint gradient_penalty $EXTRA --out "$OUT/bf16"
