@@ -59,18 +59,16 @@ the 5x5 stride-2 conv (6 projectors) has norm ≤ (1 + 2δ)⁶(1 + δ/2) < 1 + 7
 from __future__ import annotations
 
 import keras
-import numpy as np
 import tensorflow as tf
 from keras import ops
 
 from lipgan import hookimpl
 from lipgan.errors import ConfigError
-from lipgan.lipschitz import activation_fn_lipschitz, conv_operator_norm_bound
-from lipgan.reparametrized import KernelConstruction, KernelReparametrization, fresh_copy
+from lipgan.lipschitz import activation_fn_lipschitz
+from lipgan.reparametrized import KernelConstruction, fresh_copy
 from lipgan.search_space import ADAM
-from lipgan_plugins.bcop import _orthonormal, _pair, bcop_polyphase_kernel
-from lipgan_plugins.bjorck import BjorckDense, bjorck_orthonormalize
-from lipgan_plugins.spectral_norm import from_first_replica
+from lipgan_plugins.bcop import OrthogonalConv2D, _orthonormal, _pair, bcop_polyphase_kernel
+from lipgan_plugins.bjorck import BjorckDense
 
 #: A projection step is skipped when ‖I − MᵀM‖_F is below this; 5e-6 keeps a 5x5 stride-2 conv
 #: (6 projectors and R) under 1 + 1e-4 (module docstring). Above float32's floor for the
@@ -123,13 +121,15 @@ def check_aoc_conv(layer) -> None:
 
 
 @keras.saving.register_keras_serializable(package="lipgan")
-class AOCConv2D(KernelReparametrization):
+class AOCConv2D(OrthogonalConv2D):
     """A Conv2D computing with an AOC-orthogonal kernel of its own size and stride (module doc).
 
     Wraps a copy of the critic's Conv2D (configuration only: it is never built, so it has no
     kernel). Variables: ``outer`` [s²·c_mid, c_out], ``projector_i`` [c_mid, c_mid/2] (the inner
     conv's ``(ty − 1) + (tx − 1)`` blocks, none when ``c_mid = 1``) and the bias.
     """
+
+    projection_tolerance = AOC_PROJECTION_TOLERANCE
 
     def __init__(self, layer, iterations: int = 0, order: int = 1, projection: int = 1, **kwargs):
         check_aoc_conv(layer)
@@ -187,46 +187,10 @@ class AOCConv2D(KernelReparametrization):
         outer = tf.reshape(outer, (sy, sx, self.mid, outer.shape[-1]))
         return compose_kernels(self.inner_kernel(projectors), outer)
 
-    def call(self, inputs):
-        layer = self.layer
-        out = layer.convolution_op(inputs, ops.cast(self.effective_kernel(), inputs.dtype))
-        if self.bias is not None:
-            out = ops.add(out, ops.cast(self.bias, out.dtype))
-        if layer.activation is not None:
-            out = layer.activation(out)
-        return out
-
-    def operator_norm_bound(self) -> float:
-        """The audit's bound for convolutions on the effective kernel at the layer's input size."""
-        kernel = np.asarray(self.effective_kernel(), np.float64)
-        return conv_operator_norm_bound(kernel, self.spatial, _pair(self.layer.strides))
-
     def lipschitz_bound(self) -> float | None:
         """Certified ℓ2 Lipschitz bound of the layer's map, activation included (None: unknown)."""
         act = activation_fn_lipschitz(self.layer.activation)
         return None if act is None else act * self.operator_norm_bound()
-
-    def project(self) -> None:
-        """Replace every matrix by ``projection`` order-1 steps of it (replica 0's result)."""
-        if self.projection == 0:
-            return
-        for variable in self._matrices():
-            value = bjorck_orthonormalize(
-                ops.cast(variable.value, "float32"),
-                self.projection,
-                order=1,
-                warm=True,
-                tolerance=AOC_PROJECTION_TOLERANCE,
-            )
-            variable.assign(ops.cast(from_first_replica(value), variable.dtype))
-
-    def get_config(self):
-        return {
-            **super().get_config(),
-            "iterations": self.iterations,
-            "order": self.order,
-            "projection": self.projection,
-        }
 
 
 class AOC(KernelConstruction):

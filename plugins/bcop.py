@@ -137,8 +137,54 @@ def check_conv(layer) -> None:
         )
 
 
+class OrthogonalConv2D(KernelReparametrization):
+    """What BCOP's and AOC's orthogonal convolutions share: the call on the effective kernel, the
+    audit's bound at the layer's input size, and the projection of every matrix after each critic
+    update to within ``projection_tolerance`` of orthonormal (replica 0's result everywhere).
+    Subclasses build ``_matrices()`` and ``effective_kernel()``."""
+
+    #: A matrix closer than this to orthonormal (‖I − MᵀM‖_F) is not stepped.
+    projection_tolerance = CONV_PROJECTION_TOLERANCE
+
+    def call(self, inputs):
+        layer = self.layer
+        out = layer.convolution_op(inputs, ops.cast(self.effective_kernel(), inputs.dtype))
+        if self.bias is not None:
+            out = ops.add(out, ops.cast(self.bias, out.dtype))
+        if layer.activation is not None:
+            out = layer.activation(out)
+        return out
+
+    def operator_norm_bound(self) -> float:
+        """The audit's bound for convolutions on the effective kernel at the layer's input size."""
+        kernel = np.asarray(self.effective_kernel(), np.float64)
+        return conv_operator_norm_bound(kernel, self.spatial, _pair(self.layer.strides))
+
+    def project(self) -> None:
+        """Replace every matrix by ``projection`` order-1 steps of it (replica 0's result)."""
+        if self.projection == 0:
+            return
+        for variable in self._matrices():
+            value = bjorck_orthonormalize(
+                ops.cast(variable.value, "float32"),
+                self.projection,
+                order=1,
+                warm=True,
+                tolerance=self.projection_tolerance,
+            )
+            variable.assign(ops.cast(from_first_replica(value), variable.dtype))
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "iterations": self.iterations,
+            "order": self.order,
+            "projection": self.projection,
+        }
+
+
 @keras.saving.register_keras_serializable(package="lipgan")
-class BCOPConv2D(KernelReparametrization):
+class BCOPConv2D(OrthogonalConv2D):
     """A Conv2D computing with a BCOP-orthogonal kernel (see the module docstring).
 
     Wraps a copy of the critic's Conv2D whose kernel is widened to ``s·⌈k/s⌉`` (the wrapped layer
@@ -187,39 +233,3 @@ class BCOPConv2D(KernelReparametrization):
         sy, sx = _pair(self.layer.strides)
         polyphase = bcop_polyphase_kernel(ortho, projectors, self.taps, sy * sx * self.channels_in)
         return unshuffle_kernel(polyphase, (sy, sx), self.channels_in)
-
-    def call(self, inputs):
-        layer = self.layer
-        out = layer.convolution_op(inputs, ops.cast(self.effective_kernel(), inputs.dtype))
-        if self.bias is not None:
-            out = ops.add(out, ops.cast(self.bias, out.dtype))
-        if layer.activation is not None:
-            out = layer.activation(out)
-        return out
-
-    def operator_norm_bound(self) -> float:
-        """The audit's bound for convolutions on the effective kernel at the layer's input size."""
-        kernel = np.asarray(self.effective_kernel(), np.float64)
-        return conv_operator_norm_bound(kernel, self.spatial, _pair(self.layer.strides))
-
-    def project(self) -> None:
-        """Replace every matrix by ``projection`` order-1 steps of it (replica 0's result)."""
-        if self.projection == 0:
-            return
-        for variable in self._matrices():
-            value = bjorck_orthonormalize(
-                ops.cast(variable.value, "float32"),
-                self.projection,
-                order=1,
-                warm=True,
-                tolerance=CONV_PROJECTION_TOLERANCE,
-            )
-            variable.assign(ops.cast(from_first_replica(value), variable.dtype))
-
-    def get_config(self):
-        return {
-            **super().get_config(),
-            "iterations": self.iterations,
-            "order": self.order,
-            "projection": self.projection,
-        }
