@@ -10,7 +10,7 @@ packages are found under ``plugins/`` and renamed here. Everything else is in py
 (``__editable___lipgan_*_finder.py``), which Python consults only after its own path finder. Run
 from the folder that holds a clone named ``lipgan``, the path finder finds that clone first, a
 folder without ``__init__.py``: a namespace-package candidate, which wins when no path entry holds
-a regular ``lipgan`` package; ``lipgan.plugins`` then is the clone's ``plugins/`` folder
+a regular ``lipgan`` package; ``lipgan.core.plugins`` then is the clone's ``plugins/`` folder
 ("cannot import name 'load_registry'"). :class:`EditableWheel` adds the project root as a path
 entry (one more ``.pth``, as setuptools' ``compat`` mode does): the path finder then finds the
 regular package ``lipgan/`` there, and a regular package beats namespace candidates wherever they

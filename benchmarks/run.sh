@@ -10,7 +10,7 @@
 # Sweep: toy and DCGAN; penalty, critic step and full iteration; every built-in constraint plus
 # gradient_penalty:fast_relu=True and the lazy gradient_penalty:every=16; tf.function and XLA (and
 # bf16 on CPUs with native bf16); default strategy and mirrored:logical_cpus=2 (tf.function only:
-# XLA is refused there, see lipgan/jit.py); keras-io WGAN-GP as users run it (compile defaults) and
+# XLA is refused there, see lipgan/core/jit.py); keras-io WGAN-GP as users run it (compile defaults) and
 # with jit_compile=True (the function and xla rows of the keras_io_gp constraint).
 set -e
 OUT=${LIPGAN_BENCH_OUT:-benchmarks}

@@ -18,10 +18,10 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from lipgan.core.penalties import per_example_gradient_norm  # noqa: E402
+from lipgan.core.reparametrized import fresh_copy  # noqa: E402
 from lipgan.data.digits import digit_images  # noqa: E402
 from lipgan.models.dcgan import dcgan_critic  # noqa: E402
-from lipgan.penalties import per_example_gradient_norm  # noqa: E402
-from lipgan.reparametrized import fresh_copy  # noqa: E402
 from lipgan_plugins.aol import AOL, AOLRescaled  # noqa: E402
 
 

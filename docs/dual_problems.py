@@ -1,4 +1,4 @@
-"""The closed-form test beds of lipgan.testbeds, every constraint × activation: prints docs tables.
+"""The closed-form test beds of lipgan.testing.testbeds, every constraint × activation: prints docs tables.
 
     python docs/dual_problems.py [--iterations 300] [--problem cone ...]
 
@@ -36,8 +36,10 @@ def main() -> None:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
 
-    from lipgan import audit, constraints, testbeds
+    from lipgan import constraints
+    from lipgan.metrics import audit
     from lipgan.models import mlp_critic
+    from lipgan.testing import testbeds
 
     make = {
         "gradient_penalty": lambda: constraints.GradientPenalty(weight=10.0),

@@ -3,7 +3,7 @@
     python docs/orthogonal_error.py
 
 Cayley: ``max |QᵀQ − I|`` (the smaller Gram side) of the raw Cayley transform and after the one
-Björck step lipgan adds (:func:`lipgan.orthogonal.refine`), at initialization and with the raw
+Björck step lipgan adds (:func:`lipgan.core.orthogonal.refine`), at initialization and with the raw
 weights scaled ×30 (an ill-conditioned ``I + A``); the certified layer bound minus 1.
 SOC: ``‖L‖`` (the DFT bound at the layer's size; skipped above 256 channels) against ``norm``, and
 the certified ``1 + τ``.
@@ -15,8 +15,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from lipgan.core.orthogonal import cayley, kernel_spectrum
 from lipgan.models import dcgan_critic, mlp_critic
-from lipgan.orthogonal import cayley, kernel_spectrum
 from lipgan_plugins.cayley import Cayley, CayleyConv2D, CayleyDense
 from lipgan_plugins.soc import SOC, SOCConv2D
 
@@ -65,7 +65,7 @@ def main():
                             v.assign(s)
                     print(f"  {layer.name}: " + "; ".join(rows))
                 if isinstance(layer, SOCConv2D):
-                    from lipgan.lipschitz import conv_operator_norm_bound
+                    from lipgan.core.lipschitz import conv_operator_norm_bound
 
                     kernel = np.asarray(layer.effective_kernel(), np.float64)
                     if kernel.shape[-1] > 256:  # a hundred 512x512 complex SVDs: minutes

@@ -28,7 +28,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
-from lipgan.errors import LipganError  # noqa: E402
+from lipgan.core.errors import LipganError  # noqa: E402
 from lipgan.metrics import image_scores  # noqa: E402
 
 KID_SUBSETS = 100

@@ -13,7 +13,7 @@ Each ``# %%`` block is one notebook cell (VS Code and Jupytext run them as cells
 4. ``evaluate()``, ``audit()`` and ``sample()`` from Python;
 5. ``lipgan eval / audit / sample`` on that run dir, and ``lipgan run --resume`` to train it on:
    the run dir describes itself (its record ``run.json`` holds the models' Keras configs and the
-   rest of the trainer, ``data/`` a copy of the data: ``lipgan/description.py``), no script needed;
+   rest of the trainer, ``data/`` a copy of the data: ``lipgan/run/description.py``), no script needed;
 6. bad inputs, each refused with one line that says what to do.
 
 A custom layer works the same once it is registered (``@keras.saving.register_keras_serializable()``)
@@ -31,7 +31,7 @@ import tensorflow as tf
 
 import lipgan
 from lipgan.constraints import GradientPenalty
-from lipgan.errors import LipganError, first_line
+from lipgan.core.errors import LipganError, first_line
 
 OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "notebook_out")
 RUN_DIR = OUT / "run"
@@ -39,7 +39,7 @@ RUN_DIR = OUT / "run"
 
 def cli(*args) -> subprocess.CompletedProcess:
     """``!lipgan ARGS`` in a notebook: the same interpreter's lipgan, output captured."""
-    command = [sys.executable, "-m", "lipgan.cli", *map(str, args)]
+    command = [sys.executable, "-m", "lipgan.cli.main", *map(str, args)]
     return subprocess.run(command, capture_output=True, text=True)
 
 

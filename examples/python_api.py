@@ -4,7 +4,7 @@
 
 Everything `lipgan run` does is available here: the run dir below is resumed if you run the script
 again (with more steps it trains on), checkpoints and metrics.jsonl are written as by the CLI, and a
-NaN stops training with lipgan.errors.NonFiniteLossError naming the term and the step.
+NaN stops training with lipgan.core.errors.NonFiniteLossError naming the term and the step.
 
 The habits shown: a factory for each model (the seed then draws the initial weights; a model given
 as an object keeps its own), the generator's keras.Input shape setting the latent size, Keras-style

@@ -9,25 +9,30 @@ from __future__ import annotations
 
 import importlib
 
-from lipgan.errors import LipganError
-from lipgan.hookspecs import hookimpl, hookspec
+from lipgan.core.errors import LipganError
+from lipgan.core.hookspecs import hookimpl, hookspec
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Constraint": "lipgan.constraint",
-    "StepContext": "lipgan.constraint",
-    "StrategyPlugin": "lipgan.strategy",
-    "StrategyUnavailable": "lipgan.strategy",
-    "Trainer": "lipgan.trainer",
-    "TrainState": "lipgan.train_state",
-    "Intervals": "lipgan.step_config",
-    "Callback": "lipgan.callbacks",
-    "StepConfig": "lipgan.step_config",
+    "Constraint": "lipgan.core.constraint",
+    "StepContext": "lipgan.core.constraint",
+    "StrategyPlugin": "lipgan.core.strategy",
+    "StrategyUnavailable": "lipgan.core.strategy",
+    "Trainer": "lipgan.run.trainer",
+    "TrainState": "lipgan.core.train_state",
+    "Intervals": "lipgan.core.step_config",
+    "Callback": "lipgan.core.callbacks",
+    "StepConfig": "lipgan.core.step_config",
 }
 
-#: Subpackages reachable as attributes (``lipgan.models.mlp_critic``), imported on first use.
-_SUBMODULES = ("constraints", "strategies", "models", "evaluation")
+#: Modules reachable as attributes (``lipgan.models.mlp_critic``), imported on first use.
+_SUBMODULES = {
+    "constraints": "lipgan.constraints",
+    "strategies": "lipgan.strategies",
+    "models": "lipgan.models",
+    "evaluation": "lipgan.metrics.evaluation",
+}
 
 __all__ = ["LipganError", "hookimpl", "hookspec", "__version__", *_LAZY, *_SUBMODULES]
 
@@ -41,5 +46,5 @@ def __getattr__(name: str):
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     if name in _SUBMODULES:
-        return importlib.import_module(f"lipgan.{name}")
+        return importlib.import_module(_SUBMODULES[name])
     raise AttributeError(f"module 'lipgan' has no attribute {name!r}")

@@ -3,11 +3,11 @@
 Built-ins: ``NoConstraint``, ``WeightClip``, ``GradientPenalty``, ``SpectralNorm``,
 ``LipschitzPenalty``, ``Dragan``, ``R1``, ``Bjorck``, ``AOL``, ``AOC``, ``Cayley``, ``SOC``, ``SLL``, ``CPL``;
 third-party plugins' classes are found the same way
-(see :mod:`lipgan.public_names`). In gin and on the CLI the same classes go by their registered
+(see :mod:`lipgan.core.public_names`). In gin and on the CLI the same classes go by their registered
 names (``@gradient_penalty()``).
 """
 
-from lipgan import public_names
+from lipgan.core import public_names
 
 
 def __getattr__(name: str) -> type:

@@ -49,7 +49,7 @@ once, and the convolution keeps its 5x5 kernel (25 taps instead of 36). Stride 1
 BCOP (``c_mid = max(c_in, c_out)``, the same matrices). Measured: docs/plugins.md, "aoc".
 
 **Certificate.** :meth:`AOCConv2D.operator_norm_bound` is the audit's rule for convolutions
-(:func:`lipgan.lipschitz.conv_operator_norm_bound`, the DFT bound at the input size, never below
+(:func:`lipgan.core.lipschitz.conv_operator_norm_bound`, the DFT bound at the input size, never below
 the exact norm) on the kernel the layer computes with. After a projection every matrix ``M`` is
 within :data:`AOC_PROJECTION_TOLERANCE` of orthonormal (``‖I − MᵀM‖_F ≤ δ``) or was just stepped;
 a projector with eigenvalues ≤ 1 + δ gives a block of norm ≤ 1 + 2δ, ``R`` a factor ≤ 1 + δ/2, so
@@ -63,10 +63,10 @@ import tensorflow as tf
 from keras import ops
 
 from lipgan import hookimpl
-from lipgan.errors import ConfigError
-from lipgan.lipschitz import activation_fn_lipschitz
-from lipgan.reparametrized import KernelConstruction, fresh_copy
-from lipgan.search_space import ADAM
+from lipgan.core.errors import ConfigError
+from lipgan.core.lipschitz import activation_fn_lipschitz
+from lipgan.core.reparametrized import KernelConstruction, fresh_copy
+from lipgan.core.search_space import ADAM
 from lipgan_plugins.bcop import OrthogonalConv2D, _orthonormal, _pair, bcop_polyphase_kernel
 from lipgan_plugins.bjorck import BjorckDense
 
@@ -208,7 +208,7 @@ class AOC(KernelConstruction):
     """
 
     name = "aoc"
-    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.core.search_space`).
     search_space = dict(ADAM)
     description = (
         "Adaptive orthogonal convolutions (Boissin et al. 2025): each Conv2D is a BCOP stride-1 conv "

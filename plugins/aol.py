@@ -4,7 +4,7 @@ A linear map ``W`` rescaled as ``W·D``, ``D = diag(Σⱼ |WᵀW|ᵢⱼ)^(−1/2
 (Theorem 1: ``D⁻² − WᵀW`` is diagonally dominant, hence PSD), and the rescaling is exact when ``W``
 is already orthogonal. Every Dense layer of the critic computes with its raw kernel rescaled per
 input unit this way. Every Conv2D layer uses the paper's convolutional form: the row sums are taken
-over the kernel's autocorrelation ``PᵀP`` (:func:`lipgan.reparametrized.conv_gram_row_sums`), one
+over the kernel's autocorrelation ``PᵀP`` (:func:`lipgan.core.reparametrized.conv_gram_row_sums`), one
 scale per input channel; it is valid for any stride, padding and dilation (a stride or padding only
 removes rows of the convolution's matrix). The rescaling is recomputed from the raw kernel at every
 call, gradients flow through it, and nothing is assigned, so replicas need no sync.
@@ -26,15 +26,15 @@ import keras
 from keras import ops
 
 from lipgan import hookimpl
-from lipgan.errors import ConfigError
-from lipgan.reparametrized import (
+from lipgan.core.errors import ConfigError
+from lipgan.core.reparametrized import (
     KernelConstruction,
     KernelReparametrization,
     conv_gram_row_sums,
     dense_gram_row_sums,
     fresh_copy,
 )
-from lipgan.search_space import ADAM
+from lipgan.core.search_space import ADAM
 
 
 def aol_rescale(kernel):
@@ -78,7 +78,7 @@ class AOL(KernelConstruction):
     """Rescale every Dense/Conv2D kernel of the critic to spectral norm <= 1 (AOL)."""
 
     name = "aol"
-    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.core.search_space`).
     search_space = dict(ADAM)
     description = (
         "Almost-orthogonal layers: rescale every Dense/Conv2D kernel by diag(Σ|WᵀW|)^(-1/2), "

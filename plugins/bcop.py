@@ -39,7 +39,7 @@ through it: ``2(t − 1)`` rounds of two products of ``[c, c/2]`` by ``[c, c_out
 the DCGAN critic that is independent of the batch and comparable to one layer's convolution of a
 batch of 64 (see ``benchmarks/RESULTS.md``). :meth:`BCOPConv2D.operator_norm_bound` bounds the
 assembled kernel's operator by the audit's rule for convolutions
-(:func:`lipgan.lipschitz.conv_operator_norm_bound`), so the certificate is computed, not assumed.
+(:func:`lipgan.core.lipschitz.conv_operator_norm_bound`), so the certificate is computed, not assumed.
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from lipgan.errors import ConfigError
-from lipgan.lipschitz import conv_operator_norm_bound
-from lipgan.reparametrized import KernelReparametrization, fresh_copy
+from lipgan.core.errors import ConfigError
+from lipgan.core.lipschitz import conv_operator_norm_bound
+from lipgan.core.reparametrized import KernelReparametrization, fresh_copy
 from lipgan_plugins.bjorck import bjorck_orthonormalize, orthonormal_tangent
 from lipgan_plugins.spectral_norm import from_first_replica
 

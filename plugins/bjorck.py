@@ -30,7 +30,7 @@ the series of λ^(−1/2)), and order 1 maps every σ ≤ 2 into (0, 1]: σ²g(�
   that backpropagation already has). With the plain gradient instead, the optimizer keeps
   pushing the kernels off the manifold (a critic gains by scaling its weights up) and the
   projection keeps undoing it, and the kernels stay just under orthonormal (docs/plugins.md,
-  "Constructions vs penalties", on the fixed pair of ``lipgan.testbeds``). The step is taken as it is when ``1 + ‖I − WᵀW‖_F`` (a bound on the largest
+  "Constructions vs penalties", on the fixed pair of ``lipgan.testing.testbeds``). The step is taken as it is when ``1 + ‖I − WᵀW‖_F`` (a bound on the largest
   squared singular value) is at most 3.9; beyond that ``W`` is first scaled down by the largest
   absolute row sum of its Gram matrix, so the step's result has σ ≤ 1 whatever the optimizer did.
   The critic that is trained, saved and evaluated is therefore the certified one; nothing else
@@ -64,13 +64,13 @@ import tensorflow as tf
 from keras import ops
 
 from lipgan import hookimpl
-from lipgan.errors import ConfigError
-from lipgan.reparametrized import (
+from lipgan.core.errors import ConfigError
+from lipgan.core.reparametrized import (
     KernelConstruction,
     KernelReparametrization,
     fresh_copy,
 )
-from lipgan.search_space import ADAM
+from lipgan.core.search_space import ADAM
 from lipgan_plugins.spectral_norm import from_first_replica
 
 #: Largest squared singular value an order-1 step maps into (0, 1] is 4; a margin for rounding.
@@ -271,7 +271,7 @@ class Bjorck(KernelConstruction):
     """
 
     name = "bjorck"
-    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.core.search_space`).
     search_space = dict(ADAM)
     description = (
         "Orthonormal Dense kernels by Björck steps (LNets, Anil et al. 2019): one projection step "

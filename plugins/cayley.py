@@ -3,7 +3,7 @@
 "Orthogonalizing Convolutional Layers with the Cayley Transform" (reference code: ``layers.py`` of
 github.com/locuslab/orthogonal-convolutions, ``cayley``, ``CayleyLinear``, ``CayleyConv``): for a
 skew-Hermitian ``A``, ``Q = (I − A)(I + A)⁻¹`` is unitary (its eigenvalues ``(1 − iθ)/(1 + iθ)``
-lie on the unit circle), and ``I + A`` is always invertible. :func:`lipgan.orthogonal.cayley`
+lie on the unit circle), and ``I + A`` is always invertible. :func:`lipgan.core.orthogonal.cayley`
 is their rectangular form (orthonormal columns or rows from a raw ``m×n`` matrix, one
 ``min(m, n)``-sized inverse).
 
@@ -27,7 +27,7 @@ Conv2D did, and is not a zero-padded or strided convolution at all, so nothing i
 tied to the image size it was built at (``Q(ω)`` lives on that grid).
 
 Like ``aol`` the layers are stateless (recomputed from the raw parameters at every call, gradients
-through them) and compile under XLA (real solves only: :mod:`lipgan.orthogonal`).
+through them) and compile under XLA (real solves only: :mod:`lipgan.core.orthogonal`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import tensorflow as tf
 from keras import ops
 
 from lipgan import hookimpl
-from lipgan.orthogonal import (
+from lipgan.core.orthogonal import (
     OrthogonalConstruction,
     cayley,
     downsample,
@@ -51,8 +51,8 @@ from lipgan.orthogonal import (
     refine,
     spectrum_norm,
 )
-from lipgan.reparametrized import KernelReparametrization, fresh_copy
-from lipgan.search_space import ADAM
+from lipgan.core.reparametrized import KernelReparametrization, fresh_copy
+from lipgan.core.search_space import ADAM
 
 
 @keras.saving.register_keras_serializable(package="lipgan")
@@ -132,7 +132,7 @@ class Cayley(OrthogonalConstruction):
     """Make every Dense/Conv2D layer of the critic orthogonal by the Cayley transform."""
 
     name = "cayley"
-    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.core.search_space`).
     search_space = dict(ADAM)
     description = (
         "Orthogonal layers by the Cayley transform (Trockman & Kolter 2021): Dense kernels and "

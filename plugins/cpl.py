@@ -9,23 +9,23 @@ is an explicit Euler step of the gradient flow of a convex potential and is 1-Li
 ``[1 − 2‖W‖²/c, 1]``). The paper's code estimates ‖W‖₂ by a power iteration (one step per training
 call, a persistent vector), and a power iteration approaches ‖W‖ from *below*: until it has
 converged the layer it trains is not 1-Lipschitz, and the certificate would rest on an estimate.
-lipgan normalizes by a **certified** upper bound instead (:mod:`lipgan.residual_layers`): the
+lipgan normalizes by a **certified** upper bound instead (:mod:`lipgan.core.residual_layers`): the
 Schur test ``c = maxᵢ (|WᵀW|w)ᵢ/wᵢ`` with ``w`` from ten power iterations on ``|WᵀW|``; it is
 valid for every positive ``w`` (the iteration only tightens it), exact for the orthogonal
 (delta-orthogonal) kernels training starts from, stateless and differentiable, at the cost of the
 Gram matrix SLL also computes. Its price: ``c = ρ(|WᵀW|) ≥ ‖W‖²``, so a trained layer's reflection
 is weaker than the paper's (docs/plugins.md, "#### cpl", measures the ratio). Convolutions: the
-same with the kernel's autocorrelation bound (:func:`lipgan.residual_layers.conv_abs_gram`),
+same with the kernel's autocorrelation bound (:func:`lipgan.core.residual_layers.conv_abs_gram`),
 valid at any image size.
 
-The critic is rewritten as for ``sll`` (:class:`lipgan.residual_layers.ResidualConstruction`):
+The critic is rewritten as for ``sll`` (:class:`lipgan.core.residual_layers.ResidualConstruction`):
 square Dense → CPL dense layer, shape-preserving Conv2D → CPL conv layer, every other Dense/Conv2D →
 AOL-rescaled (:mod:`lipgan_plugins.aol`), each such Conv2D followed by a CPL conv layer.
 """
 
 from lipgan import hookimpl
-from lipgan.residual_layers import ResidualConstruction
-from lipgan.search_space import ADAM
+from lipgan.core.residual_layers import ResidualConstruction
+from lipgan.core.search_space import ADAM
 from lipgan_plugins.aol import AOL, DeltaOrthogonal
 
 
@@ -42,7 +42,7 @@ class CPL(ResidualConstruction):
     """
 
     name = "cpl"
-    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.core.search_space`).
     search_space = dict(ADAM)
     kind = "cpl"
     description = (

@@ -12,7 +12,7 @@ import csv
 import os
 
 from lipgan import hookimpl
-from lipgan.logger import Logger
+from lipgan.core.logger import Logger
 
 FILE = "metrics.csv"
 

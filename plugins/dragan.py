@@ -26,8 +26,8 @@ metric is a critic gap E D(real) − E D(fake), not a W1 estimate.
 import tensorflow as tf
 
 from lipgan import hookimpl
-from lipgan.penalties import GradientNormPenalty, per_example_gradient_norm
-from lipgan.search_space import ADAM, PENALTY_WEIGHT
+from lipgan.core.penalties import GradientNormPenalty, per_example_gradient_norm
+from lipgan.core.search_space import ADAM, PENALTY_WEIGHT
 
 NOISES = ("gaussian", "reference")
 
@@ -78,14 +78,14 @@ class Dragan(GradientNormPenalty):
         noise: ``'gaussian'`` (the paper's formulation) or ``'reference'`` (the official code's).
         fast_relu: ``'auto'`` (default), True or False: swap the critic's (leaky) ReLUs for ones
             whose second derivative is declared zero, an exact speed-up of the double backprop
-            (:class:`lipgan.penalties.GradientNormPenalty`).
+            (:class:`lipgan.core.penalties.GradientNormPenalty`).
 
     Raises:
         ValueError: a negative weight or scale, or an unknown ``noise``.
     """
 
     name = "dragan"
-    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.core.search_space`).
     search_space = {**ADAM, "weight": PENALTY_WEIGHT}
     #: DRAGAN's perturbation as the official code's: 0.5 × the data's standard deviation.
     search_fixed = ("dragan.noise = 'reference'", "dragan.noise_scale = 0.5")

@@ -13,10 +13,10 @@ losses only see score *differences*, so without it the critic's output may drift
 ``gradient_penalty * (wgan_lambda / (wgan_target**2))``) and TF-GAN
 (``tfgan.losses.wasserstein_gradient_penalty(target=...)``, which divides the slopes by the target).
 λ then weighs the same *relative* violation whatever γ, and γ = 1 is WGAN-GP unchanged (the
-earlier form without 1/γ²: CHANGELOG.md). On the fixed pair (:mod:`lipgan.testbeds`), the optimum is ‖∇D‖ = γ + dγ²/(2λ).
+earlier form without 1/γ²: CHANGELOG.md). On the fixed pair (:mod:`lipgan.testing.testbeds`), the optimum is ‖∇D‖ = γ + dγ²/(2λ).
 
 Two speed-ups. ``fast_relu`` swaps the critic's (Leaky)ReLUs for ones that declare their second
-derivative zero (exact; see ``lipgan.models.pruned_relu``): ``'auto'`` (default) does it whenever
+derivative zero (exact; see ``lipgan.core.pruned_relu``): ``'auto'`` (default) does it whenever
 the wrap-time probe check shows the critic unchanged, ``True`` insists (one-line error otherwise),
 ``False`` opts out. ``every=k`` is StyleGAN2's lazy regularization (Karras et al. 2020,
 Sec. 3.1): the penalty, scaled by k, only on critic updates where ``ctx.update % k == 0`` (the same
@@ -35,8 +35,8 @@ critic update, so the number of optimizer steps does not change and the rescalin
 import tensorflow as tf
 
 from lipgan import hookimpl
-from lipgan.penalties import GradientNormPenalty, interpolate, per_example_gradient_norm
-from lipgan.search_space import ADAM, PENALTY_WEIGHT
+from lipgan.core.penalties import GradientNormPenalty, interpolate, per_example_gradient_norm
+from lipgan.core.search_space import ADAM, PENALTY_WEIGHT
 
 
 class GradientPenalty(GradientNormPenalty):
@@ -49,7 +49,7 @@ class GradientPenalty(GradientNormPenalty):
         drift: ε_drift of ProGAN's drift term ε_drift·D(real)², >= 0 (0: off).
         fast_relu: ``'auto'`` (default), True or False: swap the critic's (leaky) ReLUs for ones
             whose second derivative is declared zero, an exact speed-up of the double backprop
-            (:class:`lipgan.penalties.GradientNormPenalty`).
+            (:class:`lipgan.core.penalties.GradientNormPenalty`).
         every: apply the penalty, scaled by ``every``, on every ``every``-th critic update only
             (lazy regularization; 1: every update).
 
@@ -58,7 +58,7 @@ class GradientPenalty(GradientNormPenalty):
     """
 
     name = "gradient_penalty"
-    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.core.search_space`).
     search_space = {**ADAM, "weight": PENALTY_WEIGHT}
     description = (
         "WGAN-GP: weight·(‖∇D(x̂)‖ − target)²/target² at random interpolates "

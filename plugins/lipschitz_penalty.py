@@ -9,8 +9,8 @@ shared with ``gradient_penalty`` so the two differ only in the one-sidedness the
 import tensorflow as tf
 
 from lipgan import hookimpl
-from lipgan.penalties import GradientNormPenalty, interpolate, per_example_gradient_norm
-from lipgan.search_space import ADAM, PENALTY_WEIGHT
+from lipgan.core.penalties import GradientNormPenalty, interpolate, per_example_gradient_norm
+from lipgan.core.search_space import ADAM, PENALTY_WEIGHT
 
 
 class LipschitzPenalty(GradientNormPenalty):
@@ -20,14 +20,14 @@ class LipschitzPenalty(GradientNormPenalty):
         weight: λ, >= 0.
         fast_relu: ``'auto'`` (default), True or False: swap the critic's (leaky) ReLUs for ones
             whose second derivative is declared zero, an exact speed-up of the double backprop
-            (:class:`lipgan.penalties.GradientNormPenalty`).
+            (:class:`lipgan.core.penalties.GradientNormPenalty`).
 
     Raises:
         ValueError: a negative weight.
     """
 
     name = "lipschitz_penalty"
-    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.core.search_space`).
     search_space = {**ADAM, "weight": PENALTY_WEIGHT}
     description = "WGAN-LP: weight·max(0, ‖∇D(x̂)‖ − 1)², one-sided (Petzka et al. 2018)."
 

@@ -5,7 +5,7 @@ that apply unless ``--metric NAME`` picks some. What each value means, and its f
 """
 
 from lipgan import hookimpl
-from lipgan.metric import EvalData, Metric
+from lipgan.core.metric import EvalData, Metric
 
 
 def _unprefixed(values: dict) -> dict:
@@ -19,7 +19,7 @@ class CriticWasserstein(Metric):
     description = "The critic's W1 estimate, E D(real) − E D(fake) (every data)."
 
     def compute(self, data: EvalData) -> dict:
-        from lipgan.evaluation import critic_wasserstein
+        from lipgan.metrics.evaluation import critic_wasserstein
 
         return {"critic_wasserstein": critic_wasserstein(data.critic, data.real, data.fake)}
 
@@ -50,7 +50,7 @@ class DataW1(Metric):
         return data.toy is None and not (data.is_image and (data.digits or data.inception_weights))
 
     def compute(self, data: EvalData) -> dict:
-        from lipgan.evaluation import data_w1
+        from lipgan.metrics.evaluation import data_w1
 
         return _unprefixed(data_w1(data.fake, data.real, data.real_again()))
 

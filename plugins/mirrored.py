@@ -8,7 +8,7 @@ devices, so it must be the first thing a process does with TF; otherwise the err
 import tensorflow as tf
 
 from lipgan import StrategyPlugin, hookimpl
-from lipgan.strategy import split_host_cpu
+from lipgan.core.strategy import split_host_cpu
 
 
 class Mirrored(StrategyPlugin):

@@ -14,7 +14,7 @@ import time
 import tensorflow as tf
 
 from lipgan import StrategyPlugin, StrategyUnavailable, hookimpl
-from lipgan.strategy import call_with_timeout
+from lipgan.core.strategy import call_with_timeout
 
 
 def read_tf_config(environ=None) -> dict:

@@ -6,15 +6,15 @@ norm: it pushes the gradient at real data to zero. ‖∇D‖² is taken as the 
 ``per_example_gradient_norm`` (whose 1e-12 guard only matters for the square root it undoes).
 
 R1 does not make the critic 1-Lipschitz, so the engine's ``wasserstein`` metric is only a critic gap
-E D(real) − E D(fake) under it, not a W1 estimate: on the fixed pair of :mod:`lipgan.testbeds`
+E D(real) − E D(fake) under it, not a W1 estimate: on the fixed pair of :mod:`lipgan.testing.testbeds`
 (true W1 = 3) it ends far below 3 (``docs/plugins.md``, "What the ``wasserstein`` metric means").
 """
 
 import tensorflow as tf
 
 from lipgan import hookimpl
-from lipgan.penalties import GradientNormPenalty, per_example_gradient_norm
-from lipgan.search_space import ADAM, PENALTY_WEIGHT
+from lipgan.core.penalties import GradientNormPenalty, per_example_gradient_norm
+from lipgan.core.search_space import ADAM, PENALTY_WEIGHT
 
 
 class R1(GradientNormPenalty):
@@ -24,14 +24,14 @@ class R1(GradientNormPenalty):
         gamma: γ, >= 0.
         fast_relu: ``'auto'`` (default), True or False: swap the critic's (leaky) ReLUs for ones
             whose second derivative is declared zero, an exact speed-up of the double backprop
-            (:class:`lipgan.penalties.GradientNormPenalty`).
+            (:class:`lipgan.core.penalties.GradientNormPenalty`).
 
     Raises:
         ValueError: a negative gamma.
     """
 
     name = "r1"
-    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.core.search_space`).
     search_space = {**ADAM, "gamma": PENALTY_WEIGHT}
     description = "R1: gamma/2·‖∇D(x)‖² on real data (Mescheder et al. 2018)."
 

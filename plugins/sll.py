@@ -10,8 +10,8 @@ layer's Jacobian between any two points has eigenvalues in [−1, 1]). The convo
 ``Wᵀx`` as a stride-1 convolution, ``W·h`` as its transposed convolution and T from the kernel's
 autocorrelation. Reference code: ``github.com/araujoalexandre/Lipschitz-SLL-Networks``
 (``core/models/layers.py``: ``SDPBasedLipschitzConvLayer``, ``SDPBasedLipschitzDense``). The
-layers and their certificates are :mod:`lipgan.residual_layers`; the critic rewrite is
-:class:`lipgan.residual_layers.ResidualConstruction`:
+layers and their certificates are :mod:`lipgan.core.residual_layers`; the critic rewrite is
+:class:`lipgan.core.residual_layers.ResidualConstruction`:
 
 * a square Dense (the MLP critic's 512 → 512 layers) becomes an SLL dense layer of that width;
 * a shape-preserving Conv2D becomes an SLL conv layer;
@@ -28,8 +28,8 @@ XLA-safe with no sync. ``lipschitz_bound`` recomputes each layer's certificate i
 """
 
 from lipgan import hookimpl
-from lipgan.residual_layers import ResidualConstruction
-from lipgan.search_space import ADAM
+from lipgan.core.residual_layers import ResidualConstruction
+from lipgan.core.search_space import ADAM
 from lipgan_plugins.aol import AOL, DeltaOrthogonal
 
 
@@ -46,7 +46,7 @@ class SLL(ResidualConstruction):
     """
 
     name = "sll"
-    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.core.search_space`).
     search_space = dict(ADAM)
     kind = "sll"
     description = (

@@ -4,12 +4,12 @@
 github.com/singlasahil14/SOC, class ``SOC``): for a skew-symmetric operator ``L`` (``Lᵀ = −L``),
 ``exp(L)`` is orthogonal. A convolution ``L = conv(M) − conv_transpose(M)`` is skew-symmetric, and
 with an odd kernel and 'same' zero padding it is the convolution with ``S = M − flip(M)ᵀ``
-(:func:`lipgan.orthogonal.skew_kernel`) **exactly**, on the zero-padded image: so unlike
+(:func:`lipgan.core.orthogonal.skew_kernel`) **exactly**, on the zero-padded image: so unlike
 ``cayley``, SOC is orthogonal for the critic's zero padding, with no circular wrap. ``exp(L)x`` is
 the Taylor series ``Σ_{k≤K} Lᵏx/k!`` truncated after ``K = terms`` convolutions.
 
 **The truncation error, certified.** ``‖T_K(L)‖ ≤ ‖exp(L)‖ + ‖Σ_{k>K} Lᵏ/k!‖ ≤ 1 + τ_K(‖L‖)``,
-``τ_K(ℓ) = Σ_{k>K} ℓᵏ/k! ≤ ℓᴷ⁺¹/(K+1)!·e^ℓ`` (:func:`lipgan.orthogonal.taylor_tail`). For this
+``τ_K(ℓ) = Σ_{k>K} ℓᵏ/k! ≤ ℓᴷ⁺¹/(K+1)!·e^ℓ`` (:func:`lipgan.core.orthogonal.taylor_tail`). For this
 to be small, every call rescales ``S`` to ``‖L‖ ≤ norm`` by a rigorous, stateless bound (Hölder:
 ``‖L‖₂ ≤ sqrt(‖L‖₁‖L‖∞)``, the largest absolute kernel row/column sum), so ``τ_K(norm)`` bounds
 the error whatever training does; the constructor refuses ``terms``/``norm`` with
@@ -44,8 +44,8 @@ import tensorflow as tf
 from keras import ops
 
 from lipgan import hookimpl
-from lipgan.errors import ConfigError
-from lipgan.orthogonal import (
+from lipgan.core.errors import ConfigError
+from lipgan.core.orthogonal import (
     OrthogonalConstruction,
     downsample,
     exp_series,
@@ -57,8 +57,8 @@ from lipgan.orthogonal import (
     skew_kernel,
     taylor_tail,
 )
-from lipgan.reparametrized import KernelReparametrization, fresh_copy
-from lipgan.search_space import ADAM
+from lipgan.core.reparametrized import KernelReparametrization, fresh_copy
+from lipgan.core.search_space import ADAM
 
 #: The largest truncation error ``τ_K(norm)`` the constructor accepts: ``lipgan audit`` calls a critic
 #: certified 1-Lipschitz when its bound is ≤ 1 + 1e-5.
@@ -66,7 +66,7 @@ MAX_TRUNCATION = 1e-5
 
 
 def _normalized(skew, norm: float):
-    """``skew`` scaled to ``‖L‖₂ ≤ norm`` by :func:`lipgan.orthogonal.holder_bound`."""
+    """``skew`` scaled to ``‖L‖₂ ≤ norm`` by :func:`lipgan.core.orthogonal.holder_bound`."""
     return skew * (norm / tf.maximum(holder_bound(skew), 1e-30))
 
 
@@ -164,7 +164,7 @@ class SOCConv2D(_SOCLayer):
         """``1 + τ_K(ℓ)``, ``ℓ`` the Hölder bound on ``‖L‖`` of the effective kernel in float64.
 
         ``ℓ ≤ norm`` up to rounding, so the bound is at most ``1 + τ_K(norm)`` (1 + 1.7e-6 at the
-        defaults). The DFT bound (:func:`lipgan.lipschitz.conv_operator_norm_bound`) is far
+        defaults). The DFT bound (:func:`lipgan.core.lipschitz.conv_operator_norm_bound`) is far
         tighter (docs/plugins.md) but takes a hundred SVDs of ``c×c`` complex matrices per layer,
         minutes for the DCGAN critic's 512-channel conv on two cores, for a gain below 2e-6.
         """
@@ -184,7 +184,7 @@ class SOC(OrthogonalConstruction):
     """
 
     name = "soc"
-    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.core.search_space`).
     search_space = dict(ADAM)
     description = (
         "Skew orthogonal convolutions (Singla & Feizi 2021): exp of a skew-symmetric conv by a "

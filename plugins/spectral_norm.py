@@ -22,7 +22,7 @@ import tensorflow as tf
 from keras import ops
 
 from lipgan import Constraint, hookimpl
-from lipgan.search_space import ADAM
+from lipgan.core.search_space import ADAM
 
 WRAPPED_LAYERS = (keras.layers.Dense, keras.layers.Conv1D, keras.layers.Conv2D, keras.layers.Conv3D)
 
@@ -86,7 +86,7 @@ class SpectralNorm(Constraint):
     """
 
     name = "spectral_norm"
-    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.core.search_space`).
     search_space = dict(ADAM)
     description = (
         "Divide every Dense/Conv kernel by its spectral norm (SN-GAN, Miyato et al. 2018)."

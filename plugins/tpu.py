@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 import tensorflow as tf
 
 from lipgan import StrategyPlugin, StrategyUnavailable, hookimpl
-from lipgan.strategy import call_with_timeout
+from lipgan.core.strategy import call_with_timeout
 
 FALLBACK_HINT = "or run without a TPU using --strategy default (or mirrored)"
 

@@ -8,7 +8,7 @@ functions; lipgan keeps it as the historical baseline.
 import tensorflow as tf
 
 from lipgan import Constraint, hookimpl
-from lipgan.search_space import RMSPROP, LogUniform
+from lipgan.core.search_space import RMSPROP, LogUniform
 
 
 class WeightClip(Constraint):
@@ -22,7 +22,7 @@ class WeightClip(Constraint):
     """
 
     name = "weight_clip"
-    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.search_space`).
+    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.core.search_space`).
     search_space = {**RMSPROP, "c": LogUniform(1e-3, 1.0)}
     description = (
         "Clip every critic weight to [-c, c] after each update (WGAN, Arjovsky et al. 2017)."

@@ -96,7 +96,7 @@ def drawn_points(monkeypatch) -> dict:
 
 
 #: ``python -c CLI run ...`` runs the CLI in a fresh process.
-CLI = "import sys; from lipgan.cli import cli; cli(prog_name='lipgan')"
+CLI = "import sys; from lipgan.cli.main import cli; cli(prog_name='lipgan')"
 
 #: Bindings for a tiny ``lipgan run`` of the toy config (small MLPs, short intervals).
 TINY = [
@@ -160,7 +160,7 @@ TINY_BENCH = [
 
 
 def run_record(run_dir) -> dict:
-    """The run dir's one record, ``run.json`` (lipgan/record.py)."""
+    """The run dir's one record, ``run.json`` (lipgan/run/record.py)."""
     return json.loads((Path(run_dir) / "run.json").read_text())
 
 
@@ -171,7 +171,7 @@ def gin_config(run_dir) -> str:
 
 def invoke(*args):
     """``lipgan ARGS`` in-process; exceptions propagate, so a crash shows its traceback."""
-    from lipgan.cli import cli
+    from lipgan.cli.main import cli
 
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
@@ -194,9 +194,9 @@ def toy_wgan(
     Defaults: SGD(0.1) for both players, ``StepConfig(global_batch_size=8, n_critic, seed=5,
     jit_compile=False)`` (plumbing, not XLA; pass ``config`` to test XLA or other settings).
     """
-    from lipgan.engine import WGAN
+    from lipgan.core.engine import WGAN
+    from lipgan.core.step_config import StepConfig
     from lipgan.models import mlp_critic, mlp_generator
-    from lipgan.step_config import StepConfig
 
     keras.utils.set_random_seed(0)
     return WGAN(

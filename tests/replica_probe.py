@@ -40,10 +40,10 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from lipgan.engine import WGAN  # noqa: E402
+from lipgan.core.engine import WGAN  # noqa: E402
+from lipgan.core.plugins import load_registry  # noqa: E402
+from lipgan.core.step_config import StepConfig  # noqa: E402
 from lipgan.models import mlp_critic, mlp_generator  # noqa: E402
-from lipgan.plugins import load_registry  # noqa: E402
-from lipgan.step_config import StepConfig  # noqa: E402
 
 SETTINGS = {
     "none": {},

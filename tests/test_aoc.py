@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lipgan.errors import ConfigError
-from lipgan.lipschitz import conv_operator_norm_bound
+from lipgan.core.errors import ConfigError
+from lipgan.core.lipschitz import conv_operator_norm_bound
 from lipgan.models import dcgan_critic, mlp_critic, resnet_critic
 from lipgan.models.activations import GroupSort
 from lipgan.testing import ConstraintConformance
@@ -153,7 +153,7 @@ def test_resnet_critic_convs_become_aoc_convs_and_train():
 def test_trained_dcgan_critic_stays_certified_and_orthogonal():
     """Aggressive updates (Adam 1e-2), each followed by after_update: the AOC matrices stay
     orthonormal, and the audit's certified bound holds and is <= 1 + 1e-4."""
-    from lipgan import audit
+    from lipgan.metrics import audit
 
     keras.utils.set_random_seed(0)
     constraint = AOC()

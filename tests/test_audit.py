@@ -1,4 +1,4 @@
-"""lipgan.audit: the Jacobian lower bound against closed forms, bounds in order, the CLI command."""
+"""lipgan.metrics.audit: the Jacobian lower bound against closed forms, bounds in order, the CLI command."""
 
 import json
 
@@ -6,10 +6,10 @@ import keras
 import numpy as np
 import pytest
 
-from lipgan import audit as audit_module
-from lipgan import diagnostics
-from lipgan.audit import audit, jacobian_norms
-from lipgan.constraint import Constraint
+from lipgan.core.constraint import Constraint
+from lipgan.metrics import audit as audit_module
+from lipgan.metrics import diagnostics
+from lipgan.metrics.audit import audit, jacobian_norms
 from lipgan.models import dcgan_critic, mlp_critic
 from lipgan_plugins.aol import AOL
 from lipgan_plugins.bjorck import Bjorck

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lipgan.errors import ConfigError
-from lipgan.lipschitz import conv_operator_norm_bound
+from lipgan.core.errors import ConfigError
+from lipgan.core.lipschitz import conv_operator_norm_bound
 from lipgan.models import dcgan_critic
 from lipgan.models.activations import GroupSort
 from lipgan.testing import ConstraintConformance
@@ -64,7 +64,7 @@ def test_bcop_conv_is_orthogonal_and_the_audit_rule_certifies_it(
     sv = np.linalg.svd(explicit_operator(layer, shape), compute_uv=False)
     assert sv.max() <= 1.0 + 1e-3
     assert sv.max() >= 0.999  # an orthogonal operator cropped at the borders, not a contraction
-    # The audit's rule for convolutions (lipgan/lipschitz.py) on the effective kernel: a bound
+    # The audit's rule for convolutions (lipgan/core/lipschitz.py) on the effective kernel: a bound
     # (>= the true norm) that certifies (<= 1 + 1e-3); the layer reports the same number.
     kernel_value = np.asarray(layer.effective_kernel(), np.float64)
     bound = conv_operator_norm_bound(kernel_value, shape[:2], strides)
@@ -92,7 +92,7 @@ def test_dcgan_critic_convs_become_6x6_stride_2_orthogonal_convs():
 def test_trained_dcgan_critic_stays_certified_and_near_orthogonal():
     """Aggressive updates (Adam 1e-2) each followed by after_update: the BCOP matrices stay
     orthonormal, and the critic's certified bound (the audit's) holds and is <= 1 + 1e-3."""
-    from lipgan import audit
+    from lipgan.metrics import audit
 
     keras.utils.set_random_seed(0)
     constraint = Bjorck()

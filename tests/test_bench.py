@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from lipgan.bench import cases, harness, sweep
-from lipgan.cli import cli
-from lipgan.errors import ConfigError
+from lipgan.cli.main import cli
+from lipgan.core.errors import ConfigError
 from tests.helpers import TINY_BENCH
 
 
@@ -24,7 +24,7 @@ def test_parse_spec_reads_python_literals():
 
 
 def test_default_constraints_cover_the_registry_and_gp_variants():
-    from lipgan.plugins import load_registry
+    from lipgan.core.plugins import load_registry
 
     registry = load_registry().registry
     specs = sweep.default_constraints(registry)
@@ -74,7 +74,7 @@ def test_bench_smoke(tmp_path):
         r for r in records if r["constraint"] == "none" and r["measurement"] == "critic_step"
     )
     assert none_step["flops_per_call"] > 0 and none_step["time_ratio_vs_none"] == pytest.approx(1.0)
-    # No --mode: the default 'auto' row names what it resolved to (lipgan.jit, as `lipgan run`).
+    # No --mode: the default 'auto' row names what it resolved to (lipgan.core.jit, as `lipgan run`).
     assert re.search(
         r"\| default \| toy \| 8 \| auto → (xla|function) \|", (out / "results.md").read_text()
     )
@@ -165,11 +165,11 @@ def test_auto_mode_names_what_it_resolved_to():
 
 @pytest.mark.slow
 def test_bench_defaults_to_what_lipgan_run_does(tmp_path):
-    """No --mode: train.jit_compile='auto', resolved by lipgan.jit as the engine resolves it for
+    """No --mode: train.jit_compile='auto', resolved by lipgan.core.jit as the engine resolves it for
     each model (on CPU: XLA for the dense toy MLP, tf.function for the convolutional DCGAN)."""
     import tensorflow as tf
 
-    from lipgan.jit import resolve_jit_compile
+    from lipgan.core.jit import resolve_jit_compile
 
     result = CliRunner().invoke(
         cli,

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
+from lipgan.core.orthogonal import cayley, taylor_tail
 from lipgan.models import dcgan_critic, mlp_critic
-from lipgan.orthogonal import cayley, taylor_tail
 from lipgan.testing import ConstraintConformance
 from lipgan_plugins.cayley import Cayley, CayleyConv2D, CayleyDense
 from lipgan_plugins.soc import SOC, SOCConv2D, SOCDense
@@ -153,7 +153,7 @@ CRITICS = {
 @pytest.mark.parametrize("critic", sorted(CRITICS))
 @pytest.mark.parametrize("constraint", [Cayley(), SOC()], ids=["cayley", "soc"])
 def test_the_audit_certifies_the_shipped_critics_and_gradients_flow(constraint, critic):
-    from lipgan import audit
+    from lipgan.metrics import audit
 
     factory, shape = CRITICS[critic]
     keras.utils.set_random_seed(0)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
 from lipgan.models import dcgan_critic, mlp_critic
 from lipgan.models.activations import GroupSort
 
@@ -121,7 +121,7 @@ def autocorrelation_bound_by_definition(k):
     "shape", [(5, 5, 3, 4), (3, 4, 5, 6), (4, 3, 2, 7), (1, 3, 4, 2), (3, 1, 2, 2)]
 )
 def test_conv_autocorrelation_bound_matches_its_definition(shape):
-    from lipgan.reparametrized import conv_gram_channel_matrix
+    from lipgan.core.reparametrized import conv_gram_channel_matrix
 
     k = np.random.default_rng(8).standard_normal(shape)
     got = conv_gram_channel_matrix(tf.constant(k)).numpy()
@@ -206,7 +206,8 @@ def test_fast_bjorck_keeps_the_fixed_pair_gap_and_the_certificate():
     """docs/plugins.md's fixed-pair setting (width 64, 300 iterations, Adam 1e-3): the gap stays
     within 1 % of the 2.999 of 20 iterations with gradients through them (W1 = 3), and the audit's
     upper bound of the trained critic (an SVD of each kernel) is ≤ 1 + 1e-3."""
-    from lipgan import audit, testbeds
+    from lipgan.metrics import audit
+    from lipgan.testing import testbeds
 
     result = testbeds.fit_critic(
         Bjorck(), critic=lambda s: mlp_critic(s, width=64, depth=2, activation="maxmin")
@@ -342,7 +343,7 @@ def _train_critic(critic, shape, steps=20, seed=0):
 )
 @pytest.mark.slow
 def test_empirical_lipschitz_stays_below_1_02_after_training(constraint, factory, shape):
-    from lipgan.diagnostics import empirical_lipschitz
+    from lipgan.metrics.diagnostics import empirical_lipschitz
 
     keras.utils.set_random_seed(0)
     critic = _train_critic(constraint.wrap_critic(factory(shape)), shape)
@@ -363,7 +364,7 @@ def test_groupsort_bjorck_critic_estimates_w1_of_the_fixed_pair():
     For comparison (docs/plugins.md, "Constructions vs penalties"): gradient_penalty (λ = 10)
     settles at 3.45 by design (``testbeds.gp_optimum``) and spectral_norm at about 3.2.
     """
-    from lipgan import testbeds
+    from lipgan.testing import testbeds
 
     result = testbeds.fit_critic(
         Bjorck(iterations=12, projection=0),  # LNets' scheme; the default: the test below
@@ -389,7 +390,7 @@ def test_bench_measures_bjorck_on_both_models_and_skips_a_refused_critic(tmp_pat
 
     from click.testing import CliRunner
 
-    from lipgan.cli import cli
+    from lipgan.cli.main import cli
     from lipgan_plugins.bcop import BCOPConv2D
 
     build = BCOPConv2D.__init__
@@ -422,7 +423,7 @@ def test_bench_measures_bjorck_on_both_models_and_skips_a_refused_critic(tmp_pat
 @pytest.mark.slow
 @pytest.mark.parametrize("problem", ["absolute_value", "cone"])
 def test_groupsort_bjorck_expresses_the_lnets_potentials_that_norm_bound_relu_cannot(problem):
-    """δ₀ against N(0, I) (``lipgan.testbeds``): the optimal critic is −|x| (1-D) or −‖x‖ (2-D).
+    """δ₀ against N(0, I) (``lipgan.testing.testbeds``): the optimal critic is −|x| (1-D) or −‖x‖ (2-D).
 
     A MaxMin critic with Björck-orthonormal layers reaches W1 from below (its gap is a certified
     lower bound: never above the sample's exact W1) and at least as tightly as the gradient
@@ -430,7 +431,7 @@ def test_groupsort_bjorck_expresses_the_lnets_potentials_that_norm_bound_relu_ca
     ways at full slope and stays near half of W1 (LNets, Anil et al. 2019; docs/plugins.md has
     the full table from docs/dual_problems.py).
     """
-    from lipgan import testbeds
+    from lipgan.testing import testbeds
     from lipgan_plugins.gradient_penalty import GradientPenalty
     from lipgan_plugins.spectral_norm import SpectralNorm
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from lipgan.config import query
-from lipgan.plugins import load_registry
+from lipgan.config.gin_binding import query
+from lipgan.core.plugins import load_registry
 from tests.helpers import invoke
 
 CONFIGS = {"wgangp_cifar10.gin": "gradient_penalty", "sngan_cifar10.gin": "spectral_norm"}

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from lipgan.config import shipped_configs
+from lipgan.config.gin_binding import shipped_configs
 from tests.helpers import gin_config, invoke, run_record
 
 TOY_CONFIGS = sorted(n for n in shipped_configs() if any(k in n for k in ("toy", "ring", "grid")))

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lipgan.constraint import StepContext
+from lipgan.core.constraint import StepContext
+from lipgan.core.step_config import StepConfig
 from lipgan.models import mlp_critic
-from lipgan.step_config import StepConfig
 from lipgan_plugins.gradient_penalty import GradientPenalty
 from lipgan_plugins.spectral_norm import SpectralNorm
 from lipgan_plugins.weight_clip import WeightClip

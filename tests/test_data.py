@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from lipgan.core.errors import DatasetError
 from lipgan.data import load_examples, mock_data
 from lipgan.data.pipeline import dataset
 from lipgan.data.toy import MODE_CENTERS, SAMPLERS
-from lipgan.errors import DatasetError
 
 
 def nearest_center_distance(points, centers):

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lipgan import diagnostics, lipschitz
+from lipgan.core import lipschitz
+from lipgan.metrics import diagnostics
 
 
 def linear_critic(w, b=0.0):
@@ -248,9 +249,9 @@ def test_layer_gradient_norms_need_a_sequential_critic():
 
 @pytest.mark.slow
 def test_train_writes_diagnostics_and_toy_metrics(tmp_path):
+    from lipgan.config.train_root import train
     from lipgan.data.pipeline import dataset
     from lipgan.models import mlp_critic, mlp_generator
-    from lipgan.train_root import train
     from lipgan_plugins.default_strategy import Default
     from lipgan_plugins.gradient_penalty import GradientPenalty
 
@@ -303,8 +304,8 @@ def test_train_writes_diagnostics_and_toy_metrics(tmp_path):
 
 
 def test_train_rejects_negative_diagnostics_interval():
-    from lipgan.errors import ConfigError
-    from lipgan.train_root import train
+    from lipgan.config.train_root import train
+    from lipgan.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="diagnostics_every"):
         train(

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lipgan.constraint import StepContext
-from lipgan.engine import zeros_for_none
-from lipgan.errors import ConfigError
-from lipgan.step_config import StepConfig
+from lipgan.core.constraint import StepContext
+from lipgan.core.engine import zeros_for_none
+from lipgan.core.errors import ConfigError
+from lipgan.core.step_config import StepConfig
 from lipgan_plugins.gradient_penalty import GradientPenalty
 from lipgan_plugins.multi_worker import MultiWorker
 from lipgan_plugins.tpu import TPU

@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
+from lipgan.core.errors import DatasetError
 from lipgan.data.pipeline import load_examples
-from lipgan.errors import DatasetError
 from tests.helpers import BOUNDED_S
 from tests.remote_builder import LipganTinyRemote
 

@@ -7,8 +7,8 @@ import tensorflow as tf
 
 import lipgan
 from lipgan.constraints import GradientPenalty
-from lipgan.errors import ConfigError
-from lipgan.step_config import StepConfig
+from lipgan.core.errors import ConfigError
+from lipgan.core.step_config import StepConfig
 from tests.helpers import toy_wgan
 
 
@@ -83,7 +83,7 @@ def make_trainer(**step):
 
 @pytest.mark.slow
 def test_ema_resumes_exactly_and_samples_and_evaluation_use_it(tmp_path):
-    from lipgan.progress import Progress
+    from lipgan.run.progress import Progress
 
     quiet = Progress(lambda line: None)
     ema = {"ema_decay": 0.9, "ema_start": 1}
@@ -107,7 +107,9 @@ def test_ema_resumes_exactly_and_samples_and_evaluation_use_it(tmp_path):
     assert not np.allclose(samples, reader.wgan.generator(z, training=False))
     np.testing.assert_array_equal(samples, resumed.sample(16))
     # a run dir trained with the EMA is not resumed without it (a setting of the step)
-    with pytest.raises(lipgan.errors.RunDirError, match=r"step_config\.ema_decay: 0\.9 -> 0\.0"):
+    with pytest.raises(
+        lipgan.core.errors.RunDirError, match=r"step_config\.ema_decay: 0\.9 -> 0\.0"
+    ):
         make_trainer().fit(7, run_dir=tmp_path, progress=quiet)
 
 
@@ -118,7 +120,7 @@ def test_eval_sample_and_audit_take_the_generator_to_use(tmp_path):
     refuses ``--generator ema`` in one line."""
     import json
 
-    from lipgan.progress import Progress
+    from lipgan.run.progress import Progress
     from tests.helpers import invoke
 
     quiet = Progress(lambda line: None)

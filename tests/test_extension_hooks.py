@@ -12,11 +12,11 @@ import pytest
 
 import lipgan
 from lipgan import hookimpl
-from lipgan.errors import ConfigError
-from lipgan.executor import Executor
-from lipgan.logger import Logger
-from lipgan.metric import Metric
-from lipgan.search_space import ADAM, LogUniform
+from lipgan.core.errors import ConfigError
+from lipgan.core.executor import Executor
+from lipgan.core.logger import Logger
+from lipgan.core.metric import Metric
+from lipgan.core.search_space import ADAM, LogUniform
 
 
 class Mean(Metric):
@@ -76,7 +76,7 @@ class Untunable(lipgan.Constraint):
 @pytest.fixture
 def plugin(monkeypatch):
     """An in-process plugin module registered beside the built-ins."""
-    from lipgan import plugins
+    from lipgan.core import plugins
 
     module = types.ModuleType("lipgan_test_extensions")
 
@@ -114,7 +114,7 @@ def plugin(monkeypatch):
 
 
 def test_the_builtins_register_through_the_hooks():
-    from lipgan.plugins import load_registry
+    from lipgan.core.plugins import load_registry
 
     discovery = load_registry()
     registry = discovery.registry
@@ -173,7 +173,7 @@ def test_a_logger_is_off_until_named_and_sees_a_narrow_view(plugin, tmp_path):
 
 
 def test_executors_are_built_by_name_with_the_options_they_take(plugin):
-    from lipgan.cli_shared import make_executor
+    from lipgan.cli.options import make_executor
 
     built = make_executor("inline", "study", plugin, jobs=3, storage=None)
     assert isinstance(built, Inline) and built.jobs == 3

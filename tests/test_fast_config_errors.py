@@ -1,4 +1,4 @@
-"""A config's syntax error is answered before TensorFlow is imported (lipgan.cli.check_syntax): the
+"""A config's syntax error is answered before TensorFlow is imported (lipgan.cli.main.check_syntax): the
 same one line as the full parse, from a process that never loads TensorFlow (what makes it fast,
 checked by what was imported, not by a clock)."""
 
@@ -11,7 +11,7 @@ import pytest
 PROBE = """
 import json, sys
 from click.testing import CliRunner
-from lipgan.cli import cli
+from lipgan.cli.main import cli
 result = CliRunner().invoke(cli, sys.argv[1:])
 print(json.dumps({"code": result.exit_code, "output": result.output,
                   "tensorflow": "tensorflow" in sys.modules}))
@@ -55,6 +55,6 @@ def test_a_broken_config_file_is_named_with_its_line(tmp_path):
 
 
 def test_a_valid_config_goes_on_to_tensorflow():
-    from lipgan.cli import check_syntax
+    from lipgan.cli.main import check_syntax
 
     check_syntax(["wgangp_toy_quick"], ["train.steps = 5", "train.lr = 1"])  # names: later

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lipgan.engine import zeros_for_none
-from lipgan.errors import ConfigError
-from lipgan.models import pruned_relu
-from lipgan.models.pruned_relu import (
+from lipgan.core import pruned_relu
+from lipgan.core.engine import zeros_for_none
+from lipgan.core.errors import ConfigError
+from lipgan.core.pruned_relu import (
     PrunedLeakyReLU,
     check_fast_relu,
     maybe_prune,
@@ -87,7 +87,7 @@ def test_relus_inside_a_nested_model_are_pruned_and_gradients_match():
     assert len(_pruned_layers(pruned)) == 3
     real = tf.random.stateless_normal([16, 2], seed=[2, 2])
     fake = tf.random.stateless_normal([16, 2], seed=[3, 3])
-    from lipgan.constraint import StepContext
+    from lipgan.core.constraint import StepContext
 
     def grads(constraint, model):
         ctx = StepContext(seed=1, step=0, phase=0, global_batch_size=16, num_replicas=1)
@@ -146,7 +146,7 @@ def _tiny():
 
 @pytest.mark.parametrize("name", ["gradient_penalty", "lipschitz_penalty", "dragan", "r1"])
 def test_every_double_backprop_penalty_prunes_by_default_with_equal_gradients(name):
-    from lipgan.constraint import StepContext
+    from lipgan.core.constraint import StepContext
     from lipgan.models import mlp_critic
     from lipgan_plugins.dragan import Dragan
     from lipgan_plugins.lipschitz_penalty import LipschitzPenalty

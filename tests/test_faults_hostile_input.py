@@ -46,7 +46,7 @@ def test_damaged_state_file_resumes_from_the_newest_checkpoint_file(tmp_path):
         assert f"at step {steps - 5}" in result.output, result.output
         assert metric_steps(run_dir) == list(range(5, steps + 1, 5))  # nothing cut back
         assert "is damaged" in result.output and "using the checkpoint files" in result.output
-        from lipgan.checkpoint import read_state
+        from lipgan.run.checkpoint import read_state
 
         prefixes, problem = read_state(run_dir / "checkpoints")
         assert problem is None and prefixes[-1].endswith(f"ckpt-{steps}")  # rewritten on save
@@ -110,7 +110,7 @@ def test_second_run_on_a_live_run_dir_fails_at_once_naming_the_holder(tmp_path):
 
 
 def test_run_dir_lock_is_exclusive_within_one_process_and_released_on_close(tmp_path):
-    from lipgan.rundir import LOCK, RunDir
+    from lipgan.run.rundir import LOCK, RunDir
 
     first, second = RunDir(tmp_path), RunDir(tmp_path)
     first.lock()
@@ -123,7 +123,7 @@ def test_run_dir_lock_is_exclusive_within_one_process_and_released_on_close(tmp_
 
 
 def test_default_run_dirs_of_two_processes_differ():
-    code = "from lipgan.cli import _default_run_dir; print(_default_run_dir(['a.gin']))"
+    code = "from lipgan.cli.main import _default_run_dir; print(_default_run_dir(['a.gin']))"
     names = [
         subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
@@ -443,8 +443,8 @@ def test_a_run_that_failed_before_its_first_checkpoint_does_not_bind_the_next(
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_second_signal_aborts_with_the_signal_exit_status(sig):
-    from lipgan.errors import Interrupted
-    from lipgan.interrupt import StopRequests
+    from lipgan.core.errors import Interrupted
+    from lipgan.run.interrupt import StopRequests
 
     previous = signal.getsignal(sig)
     with pytest.raises(Interrupted, match=f"second {sig.name}: aborted") as info:
@@ -540,7 +540,7 @@ def test_full_disk_during_a_checkpoint_save(tmp_path, monkeypatch):
 
 RAISING_PENALTY_PLUGIN = """
 from lipgan import Constraint, hookimpl
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
 
 class Raising(Constraint):
     name = "raising"

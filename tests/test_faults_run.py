@@ -19,7 +19,7 @@ import pytest
 import tensorflow as tf
 
 import lipgan
-from lipgan.errors import ConfigError, DatasetError, RunDirError
+from lipgan.core.errors import ConfigError, DatasetError, RunDirError
 from tests.conftest import REPO
 from tests.helpers import TINY, drawn_points, invoke
 from tests.test_lifecycle import one_line_error, snapshot
@@ -92,7 +92,7 @@ def test_a_record_that_is_not_a_regular_file_is_named_for_what_it_is(
         one_line_error(invoke(*command), f"run.json {what}, not the record lipgan writes")
     assert not (tmp_path / "s.npz").exists()
     with pytest.raises(RunDirError, match=re.escape(what)):
-        lipgan.record.read(run_copy)
+        lipgan.run.record.read(run_copy)
     assert sorted(p.name for p in run_copy.iterdir()) == before
 
 
@@ -267,7 +267,8 @@ def test_sample_streams_its_npz_in_chunks_and_plots_a_bounded_subsample(
     for more than one chunk; the first chunk is the noise it always was, so a smaller ``-n`` gives
     a prefix of a larger one; the PNG shows the first 150 points.
     """
-    from lipgan import evaluation, rundir_cli
+    from lipgan.cli import rundir as rundir_cli
+    from lipgan.metrics import evaluation
 
     monkeypatch.setattr(evaluation, "NOISE_CHUNK", 100)
     monkeypatch.setattr(rundir_cli, "PLOT_POINTS", 150)
@@ -391,7 +392,7 @@ def test_a_subclassed_generator_without_an_input_shape_is_one_line():
 
 def test_a_failed_generator_clone_says_why(monkeypatch):
     """Was "cloning failed: " and nothing after it (the reason's first line was empty)."""
-    from lipgan.engine import WGAN
+    from lipgan.core.engine import WGAN
 
     def clone(model):
         raise ValueError("\nthis model's get_config() takes arguments")
@@ -406,10 +407,10 @@ def test_a_failed_generator_clone_says_why(monkeypatch):
 @pytest.mark.slow  # a fresh Python importing TensorFlow
 def test_the_installed_package_wins_over_a_clone_named_lipgan_in_the_working_dir(tmp_path):
     """Was: run from the folder holding a clone named ``lipgan``, Python took that clone (a
-    namespace package) for lipgan and its top-level ``plugins/`` for ``lipgan.plugins``."""
+    namespace package) for lipgan and its top-level ``plugins/`` for ``lipgan.core.plugins``."""
     os.symlink(REPO, tmp_path / "lipgan")
     code = (
-        "import lipgan.plugins, lipgan_plugins; lipgan.plugins.load_registry; "
+        "import lipgan.core.plugins, lipgan_plugins; lipgan.core.plugins.load_registry; "
         "print(lipgan.__file__)"
     )
     result = subprocess.run(

@@ -56,7 +56,7 @@ def test_a_failure_at_a_logged_step_leaves_no_checkpoint_without_its_row(tmp_pat
     def failing_evaluate(self, num_samples=None):
         calls.append(self.step)
         if len(calls) == 1:
-            raise lipgan.errors.ConfigError("evaluation failed (simulated)")
+            raise lipgan.core.errors.ConfigError("evaluation failed (simulated)")
         return {"eval/simulated": 1.0}
 
     monkeypatch.setattr(lipgan.Trainer, "evaluate", failing_evaluate)
@@ -118,7 +118,7 @@ def test_an_overflowing_generator_update_is_caught_and_never_checkpointed(tmp_pa
         intervals=lipgan.Intervals(log_every=1, checkpoint_every=1, plot_samples=0),
     )
     run_dir = tmp_path / "run"
-    with pytest.raises(lipgan.errors.NonFiniteLossError, match="non-finite generator weights"):
+    with pytest.raises(lipgan.core.errors.NonFiniteLossError, match="non-finite generator weights"):
         trainer.fit(5, run_dir=run_dir, progress=lipgan_quiet())
     for step in checkpoint_steps(run_dir):
         prefix = str(run_dir / "checkpoints" / f"ckpt-{step}")
@@ -131,8 +131,8 @@ def test_an_overflowing_generator_update_is_caught_and_never_checkpointed(tmp_pa
 
 def save_nan_checkpoint(run_dir, step):
     """What older versions could leave: a checkpoint whose generator weights are NaN."""
-    from lipgan.checkpoint import RunCheckpoint
-    from lipgan.rundir_cli import load_run
+    from lipgan.cli.rundir import load_run
+    from lipgan.run.checkpoint import RunCheckpoint
 
     trainer, _ = load_run(run_dir, [], False, ())
     for variable in trainer.generator.weights:
@@ -196,7 +196,7 @@ def small_trainer(data, constraint=None):
 
 @pytest.mark.slow
 def test_resume_from_python_refuses_other_data(tmp_path):
-    from lipgan.errors import RunDirError
+    from lipgan.core.errors import RunDirError
 
     same = lambda: tf.data.Dataset.from_tensor_slices(points())  # noqa: E731
     other = lambda: tf.data.Dataset.from_tensor_slices(points(100.0, 50.0))  # noqa: E731
@@ -220,7 +220,7 @@ def test_resume_from_python_refuses_other_data(tmp_path):
 def test_data_that_cannot_be_fingerprinted_is_said_once(tmp_path):
     lines = []
     shuffled = tf.data.Dataset.from_tensor_slices(points()).shuffle(256, seed=1)
-    from lipgan.progress import Progress
+    from lipgan.run.progress import Progress
 
     small_trainer(shuffled).fit(1, run_dir=tmp_path, progress=Progress(lines.append))
     notes = [ln for ln in lines if "cannot be fingerprinted" in ln]
@@ -239,7 +239,7 @@ class PrivateWeight(lipgan.Constraint):
 
 
 def test_a_private_constructor_argument_is_part_of_the_settings(tmp_path):
-    from lipgan.errors import RunDirError
+    from lipgan.core.errors import RunDirError
 
     data = lambda: tf.data.Dataset.from_tensor_slices(points())  # noqa: E731
     small_trainer(data(), PrivateWeight(0.1)).fit(1, run_dir=tmp_path, progress=lipgan_quiet())
@@ -268,7 +268,9 @@ def test_non_finite_numbers_are_refused_before_anything_is_written(tmp_path, bin
 def test_non_finite_numbers_are_refused_from_python(tmp_path):
     data = tf.data.Dataset.from_tensor_slices(points())
     trainer = small_trainer(data, lipgan.constraints.GradientPenalty(weight=float("inf")))
-    with pytest.raises(lipgan.errors.ConfigError, match="constraint.weight=inf is not a finite"):
+    with pytest.raises(
+        lipgan.core.errors.ConfigError, match="constraint.weight=inf is not a finite"
+    ):
         trainer.fit(1, run_dir=tmp_path / "run", progress=lipgan_quiet())
     assert not (tmp_path / "run").exists()
 
@@ -407,7 +409,7 @@ def test_bench_with_an_unknown_strategy_leaves_out_alone(tmp_path):
 
 
 def test_sigint_during_start_up_exits_130(monkeypatch):
-    from lipgan import cli as cli_module
+    from lipgan.cli import main as cli_module
 
     def interrupted(verbose):
         raise KeyboardInterrupt
@@ -459,7 +461,7 @@ def test_a_broken_study_spec_is_one_line_and_rewritten_atomically(tmp_path):
 
     spec = StudySpec(constraints=("none",), datasets=("ring",), seeds=1, steps=10)
     (tmp_path / "spec.json").write_text('{"datasets": ["ri')
-    with pytest.raises(lipgan.errors.ConfigError, match=r"spec.json holds unreadable \("):
+    with pytest.raises(lipgan.core.errors.ConfigError, match=r"spec.json holds unreadable \("):
         _check_out(tmp_path, spec, force=False)
     _check_out(tmp_path, spec, force=True)
     assert json.loads((tmp_path / "spec.json").read_text()) == spec.as_dict()
@@ -520,7 +522,9 @@ def test_a_damaged_data_file_during_training_is_one_line(tmp_path):
         )
         return records.repeat().batch(batch, drop_remainder=True)
 
-    with pytest.raises(lipgan.errors.DatasetError, match=r"input data is damaged \(.*corrupted"):
+    with pytest.raises(
+        lipgan.core.errors.DatasetError, match=r"input data is damaged \(.*corrupted"
+    ):
         small_trainer(factory).fit(20, run_dir=tmp_path / "run", progress=lipgan_quiet())
 
 
@@ -529,7 +533,7 @@ def test_training_diagnostics_report_replica_drift_once(capsys):
     replicas in the kit test above): logged as a metric, warned about once."""
     from types import SimpleNamespace
 
-    from lipgan.loop import TrainingLoop
+    from lipgan.run.loop import TrainingLoop
 
     wgan = SimpleNamespace(replica_drift=lambda: (0.01, "critic weight dense/kernel"))
     loop = SimpleNamespace(wgan=wgan)

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from lipgan.cli import cli
-from lipgan.errors import ConfigError
+from lipgan.cli.main import cli
+from lipgan.core.errors import ConfigError
 from lipgan.study import cell as cell_module
 from lipgan.study import runner, tables
 from lipgan.study.executors import Executor, LocalExecutor, parse_resources
@@ -273,8 +273,8 @@ def test_cell_resources_must_be_finite_numbers(value):
 
 
 def test_tune_says_which_installed_constraints_it_leaves_out(tmp_path, monkeypatch):
-    from lipgan import plugins
-    from lipgan.constraint import Constraint
+    from lipgan.core import plugins
+    from lipgan.core.constraint import Constraint
 
     class ThirdParty(Constraint):
         name = "third_party"

@@ -53,7 +53,7 @@ def test_max_over_min_treats_a_dead_layer_as_infinite_spread():
 
 
 def test_reproduce_out_must_be_a_directory(tmp_path):
-    from lipgan.cli import cli
+    from lipgan.cli.main import cli
 
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("x")
@@ -90,8 +90,8 @@ def test_fig1a_construction_rows_train_maxmin_critics_that_stay_1_lipschitz(kind
     norm-preserving activation) gradient norms near 1 at the real points."""
     import dataclasses
 
-    from lipgan import diagnostics
     from lipgan.data.toy import SAMPLERS
+    from lipgan.metrics import diagnostics
 
     assert kind in fig1a.FIG1A_KINDS and fig1a.FIG1A_ACTIVATION[kind] == "maxmin"
     s = dataclasses.replace(fig1_setup.QUICK, a_steps=30, a_width=32, points=64)
@@ -179,7 +179,7 @@ def test_worker_processes_print_nothing_on_the_users_terminal(capfd):
 def test_a_worker_that_ran_other_code_fails_the_run_in_one_line(tmp_path):
     """Rows computed by code edited after the run began must not pass silently (CHANGELOG.md,
     Fixed: the parallel run whose Björck rows the committed code does not reproduce)."""
-    from lipgan.errors import ConfigError
+    from lipgan.core.errors import ConfigError
 
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "a.py").write_text("x = 1\n")

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lipgan.constraint import StepContext
-from lipgan.engine import WGAN, zeros_for_none
+from lipgan.core.constraint import StepContext
+from lipgan.core.engine import WGAN, zeros_for_none
+from lipgan.core.pruned_relu import PrunedLeakyReLU, prune_activation_hessians, pruned_leaky_relu
+from lipgan.core.step_config import StepConfig
 from lipgan.models import dcgan_critic, dcgan_generator, mlp_critic
-from lipgan.models.pruned_relu import PrunedLeakyReLU, prune_activation_hessians, pruned_leaky_relu
-from lipgan.step_config import StepConfig
 from lipgan_plugins.gradient_penalty import GradientPenalty
 from lipgan_plugins.no_constraint import NoConstraint
 from tests.helpers import toy_wgan

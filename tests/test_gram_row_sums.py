@@ -10,7 +10,11 @@ import pytest
 import tensorflow as tf
 
 from lipgan.bench.flops import graph_flops
-from lipgan.reparametrized import conv_gram_channel_matrix, conv_gram_row_sums, dense_gram_row_sums
+from lipgan.core.reparametrized import (
+    conv_gram_channel_matrix,
+    conv_gram_row_sums,
+    dense_gram_row_sums,
+)
 
 
 def explicit_conv_matrix(kernel, size, strides, padding):
@@ -85,8 +89,8 @@ def test_dense_single_output_row_sums_are_exact_and_linear_in_width():
 def test_conv_kernels_start_delta_orthogonal_so_the_rescaling_is_exact_and_the_gradient_survives():
     import keras
 
+    from lipgan.core.penalties import per_example_gradient_norm
     from lipgan.models.dcgan import dcgan_critic
-    from lipgan.penalties import per_example_gradient_norm
     from lipgan_plugins.aol import AOL, AOLRescaled
 
     keras.utils.set_random_seed(0)

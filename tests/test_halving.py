@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
 from lipgan.study import halving, search, tune
 from lipgan.study.halving import HALVING_SEED, Halving
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from lipgan.core.errors import DatasetError
 from lipgan.data import load_examples, mock_data, pipeline
 from lipgan.data.digits import NUM_TEST, digit_images, split_indices
-from lipgan.errors import DatasetError
 
 
 @pytest.mark.parametrize(

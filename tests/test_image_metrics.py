@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
 from lipgan.metrics import image_scores
 from lipgan.metrics import images as m
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from lipgan.core.critic_checks import sublayers, warn_if_batch_norm
 from lipgan.models import dcgan_critic, dcgan_generator, resnet_critic, resnet_generator
-from lipgan.models.checks import sublayers, warn_if_batch_norm
 from lipgan_plugins.spectral_norm import SpectralNorm
 
 
@@ -94,9 +94,9 @@ def _bn_critic():
 @pytest.mark.parametrize("constraint", ["none", "weight_clip", "spectral_norm", "gradient_penalty"])
 def test_engine_warns_about_batch_norm_in_the_critic_for_every_constraint(constraint):
     """The batch-norm warning comes from the engine, once, whatever the constraint."""
-    from lipgan.engine import WGAN
-    from lipgan.plugins import load_registry
-    from lipgan.step_config import StepConfig
+    from lipgan.core.engine import WGAN
+    from lipgan.core.plugins import load_registry
+    from lipgan.core.step_config import StepConfig
     from lipgan.testing import small_generator
 
     cls = load_registry().registry.get("constraint", constraint)

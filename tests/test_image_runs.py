@@ -5,7 +5,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from lipgan.cli import cli
+from lipgan.cli.main import cli
 
 
 def _run(args, tmp_path):

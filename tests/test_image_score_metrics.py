@@ -8,7 +8,7 @@ import functools
 import numpy as np
 import pytest
 
-from lipgan.metric import EvalData
+from lipgan.core.metric import EvalData
 from lipgan.metrics import image_scores, inception, weights
 from tests.test_inception import MEMBER, standin_graph_def
 
@@ -29,7 +29,7 @@ def images(n, seed, shift=0.0):
 
 
 def test_the_four_scores_share_one_pass_and_equal_the_score_functions(standin, monkeypatch):
-    from lipgan.plugins import load_registry
+    from lipgan.core.plugins import load_registry
 
     registry = load_registry().registry
     data = EvalData(fake=images(40, 1, shift=0.3), real=images(40, 2), data_shape=(8, 8, 3))
@@ -63,7 +63,7 @@ def test_the_four_scores_share_one_pass_and_equal_the_score_functions(standin, m
 
 
 def test_they_do_not_apply_to_points_and_are_not_computed_by_default():
-    from lipgan.evaluation import select_metrics
+    from lipgan.metrics.evaluation import select_metrics
 
     points = EvalData(fake=np.zeros((4, 2)), real=np.zeros((4, 2)), data_shape=(2,), toy="ring")
     chosen = {m.name for m in select_metrics(points)}

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
 from lipgan.metrics import image_scores as s
 
 FIXTURE = Path(__file__).parent / "fixtures" / "prdc_reference.npz"

@@ -11,7 +11,7 @@ assert "tensorflow" not in sys.modules, "import lipgan imported TensorFlow"
 assert "lipgan_plugins" not in sys.modules, "import lipgan loaded plugins"
 assert gin.config_str() == "", "import lipgan touched gin"
 from lipgan import hookimpl, Constraint, StrategyPlugin, StepContext  # lazy names resolve
-import lipgan.cli
+import lipgan.cli.main
 print("clean")
 """
 

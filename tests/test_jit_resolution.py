@@ -3,8 +3,8 @@
 import pytest
 import tensorflow as tf
 
-from lipgan.errors import ConfigError
-from lipgan.jit import resolve_jit_compile
+from lipgan.core.errors import ConfigError
+from lipgan.core.jit import resolve_jit_compile
 from lipgan.models.dcgan import dcgan_critic, dcgan_generator
 from lipgan.models.mlp import mlp_critic, mlp_generator
 from tests.conftest import run_python
@@ -20,7 +20,7 @@ def test_auto_compiles_on_one_device_and_false_never_does():
 
 
 def test_auto_keeps_tf_function_for_convolutional_models_on_cpu():
-    # Measured (lipgan/jit.py docstring, benchmarks/dcgan_iteration): XLA's CPU convolutions made the
+    # Measured (lipgan/core/jit.py docstring, benchmarks/dcgan_iteration): XLA's CPU convolutions made the
     # DCGAN GP iteration ~4x slower, while the MLP critic is as fast or faster with XLA.
     strategy = tf.distribute.get_strategy()
     mlp = (mlp_critic((2,)), mlp_generator((2,)))
@@ -39,8 +39,8 @@ def test_unknown_setting_is_a_config_error(bad):
 MIRRORED_PROBE = """
 import tensorflow as tf
 from lipgan_plugins.mirrored import Mirrored
-from lipgan.errors import ConfigError
-from lipgan.jit import resolve_jit_compile
+from lipgan.core.errors import ConfigError
+from lipgan.core.jit import resolve_jit_compile
 strategy = Mirrored(logical_cpus=2).create()
 assert strategy.num_replicas_in_sync == 2
 print("auto", resolve_jit_compile("auto", strategy))

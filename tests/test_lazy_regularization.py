@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lipgan.constraint import StepContext
-from lipgan.testbeds import fit_critic
+from lipgan.core.constraint import StepContext
 from lipgan.testing.fixtures import _context
+from lipgan.testing.testbeds import fit_critic
 from lipgan_plugins.gradient_penalty import GradientPenalty, lazy_step_is_active
 from lipgan_plugins.no_constraint import NoConstraint
 from tests.conftest import LAZY_REPLICA_SPECS

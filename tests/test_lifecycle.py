@@ -124,7 +124,7 @@ RUN_SEPARATOR = "=== lipgan run ===\n"
 RUNS_IN_ONE_PROCESS = """
 import json, sys, traceback
 from click.testing import CliRunner
-from lipgan.cli import cli
+from lipgan.cli.main import cli
 for args in json.loads(sys.argv[1]):
     result = CliRunner().invoke(cli, args)
     print("=== lipgan run ===\\n" + result.output, flush=True)
@@ -195,7 +195,7 @@ def test_sigkill_then_resume_across_checkpoint_input_and_strategy_changes(tmp_pa
 MIRRORED_SPLIT_RUN = """
 import sys
 from click.testing import CliRunner
-from lipgan.cli import cli
+from lipgan.cli.main import cli
 root, args = sys.argv[1], sys.argv[2:]
 for steps, run_dir in [(20, "whole"), (10, "split"), (20, "split")]:
     result = CliRunner().invoke(cli, ["run", *args, "--bind", f"train.steps={steps}",
@@ -455,7 +455,7 @@ def test_eval_and_sample_need_a_checkpoint(tmp_path):
 def test_terminal_gets_a_bar_pipes_get_lines_quiet_gets_the_run_dir(tmp_path):
     import io
 
-    from lipgan.progress import Bar, Progress, Quiet, for_terminal
+    from lipgan.run.progress import Bar, Progress, Quiet, for_terminal
 
     class Terminal(io.StringIO):
         def isatty(self):

@@ -1,4 +1,4 @@
-"""The one table of Lipschitz facts (lipgan.lipschitz) against explicit Jacobians.
+"""The one table of Lipschitz facts (lipgan.core.lipschitz) against explicit Jacobians.
 
 The property: on random small nets of every layer kind the bound's walk handles, in both data
 formats, ``lipschitz_upper_bound`` is at least the largest singular value of the explicit Jacobian
@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lipgan import lipschitz
+from lipgan.core import lipschitz
+from lipgan.core.pruned_relu import PrunedLeakyReLU, prune_activation_hessians
+from lipgan.core.reparametrized import chain_lipschitz_bound
 from lipgan.models.activations import GroupSort
-from lipgan.models.pruned_relu import PrunedLeakyReLU, prune_activation_hessians
-from lipgan.reparametrized import chain_lipschitz_bound
 
 POINTS = 3  # random points per net at which the Jacobian is taken
 

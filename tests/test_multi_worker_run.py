@@ -7,7 +7,7 @@ import pytest
 from tests.conftest import finish, free_port, start_python
 from tests.helpers import TINY_SGD
 
-CLI = "from lipgan.cli import cli; cli(prog_name='lipgan')"
+CLI = "from lipgan.cli.main import cli; cli(prog_name='lipgan')"
 
 
 def lipgan_run(run_dir, *extra, env=None):

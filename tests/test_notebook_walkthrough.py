@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lipgan import child_process
+from lipgan.core import child_process
 
 SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "notebook_walkthrough.py"
 

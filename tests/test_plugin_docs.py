@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from lipgan import constraint, hookspecs, strategy
+from lipgan.core import constraint, hookspecs, strategy
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "plugins.md"

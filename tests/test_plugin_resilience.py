@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from lipgan import config
-from lipgan.errors import ConfigError
-from lipgan.plugins import load_registry
+from lipgan.config import gin_binding as config
+from lipgan.core.errors import ConfigError
+from lipgan.core.plugins import load_registry
 from tests.fake_dists import BROKEN_IMPORT, RAISING_HOOK, STRATEGY_PLUGIN, good, make_dist
 
 

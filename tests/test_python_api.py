@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 import lipgan
-from lipgan.errors import NonFiniteLossError, RunDirError
+from lipgan.core.errors import NonFiniteLossError, RunDirError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -91,7 +91,7 @@ def test_train_resume_evaluate_and_sample_through_the_python_api(tmp_path):
 
 
 def lipgan_quiet():
-    from lipgan.progress import Progress
+    from lipgan.run.progress import Progress
 
     return Progress(lambda line: None)
 
@@ -159,7 +159,7 @@ def test_the_non_finite_guard_holds_from_python():
 
 def test_public_names_are_the_registered_classes():
     from lipgan.constraints import GradientPenalty, WeightClip
-    from lipgan.plugins import load_registry
+    from lipgan.core.plugins import load_registry
     from lipgan.strategies import Default, Mirrored
 
     registry = load_registry().registry

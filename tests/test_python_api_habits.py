@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 import lipgan
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
 
 
 def ring(n=256, dtype="float32"):
@@ -131,7 +131,7 @@ def test_bad_optimizer_settings_are_refused_from_python_before_anything_is_writt
 def test_a_negative_learning_rate_is_refused_from_the_cli(tmp_path):
     from click.testing import CliRunner
 
-    from lipgan.cli import cli
+    from lipgan.cli.main import cli
 
     result = CliRunner().invoke(
         cli,
@@ -200,8 +200,8 @@ def test_dir_lipgan_lists_the_lazy_public_names():
 # -- 4. seeds with model objects -------------------------------------------------------------------
 def test_given_models_keep_their_weights_factories_are_seeded_and_the_note_is_said_once(capsys):
     """The note is a LipganWarning (a user filters it the Python way), never printed to stdout."""
-    from lipgan import factories as trainer_module
-    from lipgan.errors import LipganWarning
+    from lipgan.core import factories as trainer_module
+    from lipgan.core.errors import LipganWarning
 
     trainer_module._noted.clear()
     keras.utils.set_random_seed(123)
@@ -247,7 +247,7 @@ def test_the_2d_plot_takes_its_extent_from_the_data_and_draws_real_points_on_top
 def test_evaluate_refuses_fewer_than_two_samples_and_gives_w1_with_its_floor_on_own_data(
     monkeypatch,
 ):
-    from lipgan import evaluation
+    from lipgan.metrics import evaluation
 
     t = trainer(ring(256) * 10)
     for bad in (0, 1):

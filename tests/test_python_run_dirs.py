@@ -1,5 +1,5 @@
 """Run dirs written from Python describe themselves (run.json's rebuild section,
-lipgan/description.py; read by lipgan/rebuild.py), so the CLI's eval/sample/audit/run --resume work
+lipgan/run/description.py; read by lipgan/config/rebuild.py), so the CLI's eval/sample/audit/run --resume work
 on them; Trainer.audit; the run's summary line; the ReLU hint
 for certified constraints; no XLA Assert noise from lipgan's compiled step."""
 
@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 
 import lipgan
-from lipgan import child_process
-from lipgan.errors import LipganWarning
+from lipgan.core import child_process
+from lipgan.core.errors import LipganWarning
 from tests.helpers import drawn_points, invoke
 
 
@@ -143,8 +143,8 @@ def test_resuming_a_python_run_from_the_cli_continues_it_exactly(tmp_path):
 
 
 def _restored_critic(run_dir):
-    from lipgan import rebuild
-    from lipgan.plugins import load_registry
+    from lipgan.config import rebuild
+    from lipgan.core.plugins import load_registry
 
     trainer, steps = rebuild.load(run_dir, load_registry().registry)
     assert trainer.restore(run_dir) == steps == 4
@@ -213,8 +213,8 @@ def test_mock_data_is_refused_in_one_line_where_the_run_dir_stores_the_data(tmp_
 def test_mock_data_stands_in_for_a_named_dataset_when_resuming_a_python_run(tmp_path, monkeypatch):
     """A run dir that records its data by name (a TFDS dataset) resumes, evaluates and audits on
     mock examples with --mock-data, as a gin run does; without the flag it needs the real data."""
+    from lipgan.core.errors import DatasetError
     from lipgan.data import pipeline
-    from lipgan.errors import DatasetError
 
     def unavailable(builder, name, download=True):  # the real data is not on this machine
         raise DatasetError(f"dataset {name!r} is not prepared here")
@@ -239,12 +239,12 @@ def test_mock_data_stands_in_for_a_named_dataset_when_resuming_a_python_run(tmp_
 
 
 def test_trainer_audit_refuses_bad_points():
-    with pytest.raises(lipgan.errors.ConfigError, match=r"audit\(points=0\)"):
+    with pytest.raises(lipgan.core.errors.ConfigError, match=r"audit\(points=0\)"):
         make_trainer().audit(points=0)
 
 
 def test_the_summary_line_gives_the_headline_numbers_of_the_last_evaluation():
-    from lipgan.evaluation import summary_line
+    from lipgan.metrics.evaluation import summary_line
 
     toy = {
         "step": 40,
@@ -268,7 +268,7 @@ def test_the_summary_line_gives_the_headline_numbers_of_the_last_evaluation():
 def test_certified_constraints_hint_once_at_maxmin_for_a_relu_critic(
     constraint, capfd, monkeypatch
 ):
-    from lipgan.models import checks
+    from lipgan.core import critic_checks as checks
 
     monkeypatch.setattr(checks, "_HINTED", set(), raising=False)
     cls = {"bjorck": lipgan.constraints.Bjorck, "aol": lipgan.constraints.AOL}[constraint]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from lipgan import plugins
-from lipgan.cli import cli
+from lipgan.cli.main import cli
+from lipgan.core import plugins
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

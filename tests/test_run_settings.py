@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import lipgan
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
 from tests.helpers import TINY, invoke
 from tests.test_lifecycle import one_line_error
 
@@ -24,7 +24,7 @@ def _trainer_keywords() -> dict[str, inspect.Parameter]:
 
 
 def test_every_api_setting_is_a_train_binding_with_the_apis_default():
-    from lipgan.train_root import GIN_NAMES, train
+    from lipgan.config.train_root import GIN_NAMES, train
 
     bound = inspect.signature(train).parameters
     for name, parameter in _trainer_keywords().items():
@@ -114,7 +114,7 @@ def test_a_run_dir_of_an_older_lipgan_is_refused_in_one_line_and_left_as_it_was(
         ("sample", str(run_dir), "--out", str(tmp_path / "s")),
     ):
         one_line_error(invoke(*args), expected, "start a new --run-dir")
-    with pytest.raises(lipgan.errors.RunDirError, match="written by an older lipgan"):
+    with pytest.raises(lipgan.core.errors.RunDirError, match="written by an older lipgan"):
         _tiny_trainer(
             step_config=lipgan.StepConfig(global_batch_size=16, n_critic=1, jit_compile=False)
         ).fit(4, run_dir=run_dir, verbose=0)
@@ -153,16 +153,16 @@ def test_a_study_cell_trains_a_python_trainer_without_gin(tmp_path, monkeypatch)
     ],
 )
 def test_a_record_lipgan_cannot_read_is_one_line(tmp_path, text, message):
-    from lipgan import record
+    from lipgan.run import record
 
     (tmp_path / "run.json").write_text(text)
-    with pytest.raises(lipgan.errors.RunDirError, match=message):
+    with pytest.raises(lipgan.core.errors.RunDirError, match=message):
         record.read(tmp_path)
     one_line_error(invoke("eval", str(tmp_path)), message)
 
 
 def test_the_one_comparison_ignores_how_long_and_how_often():
-    from lipgan.record import differences
+    from lipgan.run.record import differences
 
     old = {"step_config": {"seed": 0}, "intervals": {"log_every": 1}, "constraint": {"weight": 1}}
     new = {"step_config": {"seed": 0}, "intervals": {"log_every": 5}, "constraint": {"weight": 2}}

@@ -5,7 +5,7 @@ import signal
 
 import pytest
 
-from lipgan.errors import Interrupted
+from lipgan.core.errors import Interrupted
 from lipgan.study import sessions
 from lipgan.study.executors import Executor
 from lipgan.study.runner import execute

@@ -3,7 +3,7 @@ rewrites, the conformance kit, gradients and XLA.
 
 The property test unrolls every layer into explicit matrices (a convolution applied to the
 identity basis), checks the layer computes ``x − Pᵀ·diag(s)·relu(P·x + b)`` with them, and then
-compares the certificate (:meth:`lipgan.residual_layers.ResidualDense.lipschitz_bound`) with
+compares the certificate (:meth:`lipgan.core.residual_layers.ResidualDense.lipschitz_bound`) with
 exact values: ``μ`` by an SVD of ``diag(s)^{1/2}·P``, the Jacobian's largest singular value at
 random points and with every unit on (the worst case), and difference quotients of the layer.
 """
@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
+from lipgan.core.residual_layers import ResidualConv, ResidualDense
 from lipgan.models import dcgan_critic, mlp_critic, resnet_critic
-from lipgan.residual_layers import ResidualConv, ResidualDense
 from lipgan.testing import ConstraintConformance
 from lipgan_plugins.aol import AOLRescaled
 from lipgan_plugins.cpl import CPL
@@ -186,7 +186,7 @@ def test_stateless_gradients_flow_to_every_weight(constraint):
 def test_trained_critic_keeps_its_certificate_above_the_audit_lower_bound(constraint):
     """Aggressive Adam steps (1e-2) with no after_update: the construction alone keeps the bound
     ≤ 1 + 1e-4, and it is never below the largest Jacobian norm the audit finds."""
-    from lipgan import audit
+    from lipgan.metrics import audit
 
     keras.utils.set_random_seed(0)
     critic = constraint.wrap_critic(mlp_critic((2,), width=16, depth=3, activation="maxmin"))

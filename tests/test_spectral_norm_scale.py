@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lipgan.constraints import SpectralNorm
-from lipgan.lipschitz import lipschitz_upper_bound
+from lipgan.core.lipschitz import lipschitz_upper_bound
 from lipgan.models import mlp_critic
 
 

@@ -5,7 +5,8 @@ import pytest
 import tensorflow as tf
 from scipy import stats
 
-from lipgan import StepContext, rng
+from lipgan import StepContext
+from lipgan.core import rng
 
 
 def draws(step):
@@ -23,7 +24,7 @@ def test_draws_match_eager_graph_and_xla():
 
 
 def test_tensorflows_own_stateless_ops_are_not_xla_invariant():
-    """Why lipgan.rng exists: with a computed seed, XLA's stateless_uniform differs from the kernel's."""
+    """Why lipgan.core.rng exists: with a computed seed, XLA's stateless_uniform differs from the kernel's."""
 
     def draw(x):
         seed = tf.stack([x * 2654435761 + 17, x])

@@ -108,7 +108,7 @@ def test_tiny_study_end_to_end_resume_and_failure(tmp_path):
     before = result_file.stat().st_mtime_ns
     run_study(spec, tmp_path, jobs=2)  # resume: nothing left to run
     assert result_file.stat().st_mtime_ns == before
-    from lipgan.errors import ConfigError
+    from lipgan.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="another spec"):
         run_study(StudySpec(**{**vars(spec), "seeds": 2}), tmp_path)
@@ -124,7 +124,7 @@ def test_quick_study_from_the_cli_reports_structure_and_a_collapsed_cell(tmp_pat
     CPU at the config's n_critic = 5)."""
     from click.testing import CliRunner
 
-    from lipgan.cli import cli
+    from lipgan.cli.main import cli
     from lipgan.study import QUICK
 
     frozen = "gradient_penalty:generator/linear_decay.initial_learning_rate=0.0"
@@ -218,7 +218,7 @@ def test_digits_cells_pick_the_median_seed_by_fd_and_show_an_image_grid():
 def test_an_unknown_constraint_is_refused_before_any_cell_runs(tmp_path):
     from click.testing import CliRunner
 
-    from lipgan.cli import cli
+    from lipgan.cli.main import cli
 
     out = tmp_path / "never"
     result = CliRunner().invoke(
@@ -231,7 +231,7 @@ def test_an_unknown_constraint_is_refused_before_any_cell_runs(tmp_path):
 
 
 def test_the_default_budget_is_each_configs_own_steps_and_every_row_the_study_runs_is_accepted():
-    from lipgan.plugins import load_registry
+    from lipgan.core.plugins import load_registry
     from lipgan.study import default_constraints
     from lipgan.study.spec import check_spec
 
@@ -257,7 +257,7 @@ def test_the_default_budget_is_each_configs_own_steps_and_every_row_the_study_ru
 
 @pytest.mark.slow
 def test_a_cell_sees_the_import_path_of_the_study_that_started_it(tmp_path, monkeypatch):
-    """A cell is a child ``python -m`` started by lipgan.child_process: it imports from the
+    """A cell is a child ``python -m`` started by lipgan.core.child_process: it imports from the
     study's own ``sys.path`` (a plugin on a path added in-process, e.g. from a notebook, is
     found by the cell too), not only from the inherited PYTHONPATH."""
     from lipgan.study.runner import run_cell_process

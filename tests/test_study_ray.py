@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from lipgan.cli import cli
+from lipgan.cli.main import cli
 from lipgan.study import QUICK, StudySpec, run_study
 from lipgan.study.runner import cell_dir
 from tests.helpers import (
@@ -260,7 +260,7 @@ def test_a_task_restores_the_sigint_handler_that_ray_cancel_needs():
 
 ORPHAN = """
 import os, signal, sys, time
-from lipgan.interrupt import stop_when_orphaned
+from lipgan.run.interrupt import stop_when_orphaned
 def record(line):
     with open(sys.argv[1], "a") as f:
         f.write(line + "\\n")
@@ -285,7 +285,7 @@ time.sleep(600)
 
 
 def test_an_orphaned_cell_sends_itself_exactly_one_sigterm(tmp_path):
-    """What a cell under Ray does when its worker is killed (lipgan.interrupt.stop_when_orphaned):
+    """What a cell under Ray does when its worker is killed (lipgan.run.interrupt.stop_when_orphaned):
     one SIGTERM, the graceful stop; a second one would mean "abort without a checkpoint"."""
     import subprocess
 
@@ -374,7 +374,7 @@ def test_cell_resources_the_cluster_lacks_are_refused_at_start_naming_them(
     ray_address, tmp_path, resources, named
 ):
     """A task asking for more than the cluster has would wait forever without a word."""
-    from lipgan.errors import ConfigError
+    from lipgan.core.errors import ConfigError
     from lipgan.study.executors import RayExecutor, parse_resources
 
     executor = RayExecutor(resources=parse_resources(resources))
@@ -389,7 +389,7 @@ def test_cell_resources_the_cluster_lacks_are_refused_at_start_naming_them(
 
 def test_a_storage_no_worker_can_write_is_refused_naming_the_path(ray_address, tmp_path):
     """Not a failed seed for good per cell, with Ray's coloured traceback as its error."""
-    from lipgan.errors import ConfigError
+    from lipgan.core.errors import ConfigError
     from lipgan.study.executors import RayExecutor
 
     with pytest.raises(ConfigError, match="--storage /proc/nope: cannot write there"):
@@ -432,7 +432,7 @@ def test_a_ray_address_where_no_cluster_answers_is_one_line_within_seconds(tmp_p
     ],
 )
 def test_a_malformed_or_unreachable_ray_address_is_one_line(monkeypatch, address, says):
-    from lipgan.errors import ConfigError
+    from lipgan.core.errors import ConfigError
     from lipgan.study import ray_checks
 
     monkeypatch.setattr(ray_checks, "CONNECT_TIMEOUT", 1.0)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
 from lipgan.study import cell as cell_module
 from lipgan.study.executors import Executor, LocalExecutor
 from lipgan.study.runner import cell_dir, execute, load_result

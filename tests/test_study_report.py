@@ -173,7 +173,7 @@ def test_a_smoke_test_says_so_and_pacgan_rows_state_their_setup():
 def test_report_only_reads_the_finished_cells_and_says_the_report_is_partial(tmp_path):
     import json
 
-    from lipgan.errors import ConfigError
+    from lipgan.core.errors import ConfigError
     from lipgan.study import StudySpec, run_study, runner
 
     spec = StudySpec(constraints=("gradient_penalty",), datasets=("ring",), seeds=2, steps=100)

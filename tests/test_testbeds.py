@@ -2,7 +2,7 @@
 
 import pytest
 
-from lipgan.testbeds import fit_critic, gp_optimum
+from lipgan.testing.testbeds import fit_critic, gp_optimum
 from lipgan_plugins.gradient_penalty import GradientPenalty
 
 
@@ -35,7 +35,7 @@ def test_batch_norm_critic_reads_differently_in_each_mode_and_layer_norm_does_no
     """Why the engine warns about batch norm in critics (docs/plugins.md)."""
     import warnings
 
-    from lipgan.testbeds import critic_gaps, normalized_critic
+    from lipgan.testing.testbeds import critic_gaps, normalized_critic
 
     gaps = {}
     # The layer-norm critic approaches the optimum more slowly than the plain MLP: at 150
@@ -68,7 +68,7 @@ def test_dual_problems_closed_form_w1():
 
     import numpy as np
 
-    from lipgan import testbeds
+    from lipgan.testing import testbeds
 
     assert testbeds.ABSOLUTE_VALUE.true_w1 == pytest.approx(0.7978845608)
     assert testbeds.CONE.true_w1 == pytest.approx(1.2533141373)

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from lipgan import Constraint, testing
-from lipgan.plugins import load_registry
+from lipgan.core.plugins import load_registry
 from lipgan.testing import ConstraintConformance
 
 BUILTIN_KWARGS = {

@@ -38,7 +38,7 @@ PLUGIN = textwrap.dedent(
 
 
 def lipgan(*args, path):
-    code = "import sys; from lipgan.cli import cli; cli(prog_name='lipgan')"
+    code = "import sys; from lipgan.cli.main import cli; cli(prog_name='lipgan')"
     return run_python("-c", code, *args, env={"PYTHONPATH": str(path)})
 
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from lipgan.core.errors import LipganError
 from lipgan.data.toy import MODE_CENTERS, MODE_STD, SAMPLERS
-from lipgan.errors import LipganError
 from lipgan.metrics.toy import (
     PACGAN_NUM_SAMPLES,
     mode_metrics,

@@ -12,23 +12,23 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from lipgan.cli import cli
-from lipgan.errors import ConfigError
-from lipgan.search_space import OPTIMIZER_KEYS, Choice
+from lipgan.cli.main import cli
+from lipgan.core.errors import ConfigError
+from lipgan.core.search_space import OPTIMIZER_KEYS, Choice
 from lipgan.study import search, tune, tune_report
 from lipgan.study.curve import NO_EMA
 from lipgan.study.spec import Cell
 
 
 def builtin_spaces() -> dict:
-    from lipgan.plugins import load_registry
+    from lipgan.core.plugins import load_registry
 
     registry = load_registry().registry
     return {name: search.space(name, registry) for name in search.tunable(registry)[0]}
 
 
 def test_every_builtin_constraint_but_none_has_a_search_space():
-    from lipgan.plugins import load_registry
+    from lipgan.core.plugins import load_registry
 
     registry = load_registry().registry
     names, left_out = search.tunable(registry)
@@ -80,8 +80,8 @@ def test_configs_of_a_longer_search_extend_the_shorter_one():
 
 
 def _trainer_of(cell):
-    from lipgan import config
-    from lipgan.plugins import load_registry
+    from lipgan.config import gin_binding as config
+    from lipgan.core.plugins import load_registry
 
     registry = load_registry().registry
     files, bindings = cell.gin()

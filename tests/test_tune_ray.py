@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from lipgan.cli import cli
+from lipgan.cli.main import cli
 from lipgan.study import tune
 from lipgan.study.runner import cell_dir
 from tests.helpers import CLI, HANG_S, processes_mentioning

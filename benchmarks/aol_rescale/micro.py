@@ -124,7 +124,7 @@ def critics(rounds, calls):
 
 
 def main():
-    from lipgan.reparametrized import conv_gram_channel_matrix, dense_gram_row_sums
+    from lipgan.core.reparametrized import conv_gram_channel_matrix, dense_gram_row_sums
 
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, default=7)

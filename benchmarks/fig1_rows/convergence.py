@@ -29,10 +29,10 @@ def main() -> None:
 
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
-    from lipgan import diagnostics
+    from lipgan.core.plugins import load_registry
     from lipgan.data.toy import SAMPLERS
+    from lipgan.metrics import diagnostics
     from lipgan.plots.toy import critic_surface
-    from lipgan.plugins import load_registry
     from lipgan.reproduce import fig1_setup, fig1a
 
     load_registry()

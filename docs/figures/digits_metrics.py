@@ -13,9 +13,10 @@ import numpy as np
 import tensorflow as tf
 
 import gin
-from lipgan import config, rebuild, train_root
+from lipgan.config import gin_binding as config
+from lipgan.config import rebuild, train_root
+from lipgan.core.plugins import load_registry
 from lipgan.metrics import images as m
-from lipgan.plugins import load_registry
 
 run_dir = Path(sys.argv[1])
 t = time.perf_counter()

@@ -13,9 +13,10 @@ from pathlib import Path
 import tensorflow as tf
 
 import gin
-from lipgan import config, rebuild, train_root
+from lipgan.config import gin_binding as config
+from lipgan.config import rebuild, train_root
+from lipgan.core.plugins import load_registry
 from lipgan.plots.images import save_grid
-from lipgan.plugins import load_registry
 
 
 def main(run_dir: str, out: str, n: int = 100, scale: int = 3) -> None:

@@ -1,4 +1,4 @@
-"""What the benchmark times, built on the engine's own code (:class:`lipgan.engine.WGAN`), so the
+"""What the benchmark times, built on the engine's own code (:class:`lipgan.core.engine.WGAN`), so the
 figures are what ``lipgan run`` users get; each is a :class:`lipgan.bench.timing.Case`:
 
 * ``penalty``: ``constraint.penalty`` and its gradient w.r.t. the critic (fake = reversed real batch,
@@ -18,7 +18,7 @@ import functools
 from collections.abc import Callable
 
 from lipgan.bench.sweep import JIT_SETTING, KERAS_IO, MODELS, ModelSpec, _instantiate, split_mode
-from lipgan.constraint import Constraint
+from lipgan.core.constraint import Constraint
 
 
 def _optimizer():
@@ -42,8 +42,8 @@ def _synthetic_batch(shape, batch: int):
 def _build_wgan(strategy, spec, constraint, batch, n_critic, mode):
     import keras
 
-    from lipgan.engine import WGAN
-    from lipgan.step_config import StepConfig
+    from lipgan.core.engine import WGAN
+    from lipgan.core.step_config import StepConfig
 
     critic, generator = _model_fns(spec)
     keras.utils.set_random_seed(0)
@@ -69,7 +69,7 @@ def _replica_fns(wgan):
     """Per-replica functions of one real batch for the penalty and critic-step measurements."""
     import tensorflow as tf
 
-    from lipgan.engine import zeros_for_none
+    from lipgan.core.engine import zeros_for_none
 
     def penalty(real):
         ctx = wgan.context(wgan.iteration.read_value(), 0)

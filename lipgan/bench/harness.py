@@ -20,7 +20,6 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from lipgan import child_process
 from lipgan.bench.cases import _keras_io_case, _lipgan_cases
 from lipgan.bench.sweep import (
     KERAS_IO,
@@ -30,7 +29,8 @@ from lipgan.bench.sweep import (
     default_constraints,
     split_mode,
 )
-from lipgan.errors import ConfigError
+from lipgan.core import child_process
+from lipgan.core.errors import ConfigError
 
 
 # -- one process: one strategy ---------------------------------------------------------------
@@ -186,7 +186,7 @@ def run_strategy(
     cfg: BenchConfig, strategy_spec: str, log: Callable[[str], None] = print
 ) -> list[dict]:
     """Every configuration of ``cfg`` on one strategy, in this process."""
-    from lipgan.plugins import load_registry
+    from lipgan.core.plugins import load_registry
 
     registry = load_registry().registry
     strategy = _instantiate(registry, "strategy", strategy_spec).create()

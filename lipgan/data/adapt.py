@@ -26,7 +26,7 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
 
 EXPECTED = (
     "expected a tf.data.Dataset (or NumPy array) of numeric examples [..., features], a dataset "
@@ -128,7 +128,7 @@ def data_factory(data, data_key: str | None = None) -> Callable:
     """``(global_batch_size, seed) -> tf.data.Dataset`` of global batches, from what the user gave
     (datasets of dicts, batched datasets, arrays and dtypes are adapted by :func:`examples`).
 
-    :class:`lipgan.Trainer`'s ``data``, and a run dir's data snapshot (:mod:`lipgan.description`)."""
+    :class:`lipgan.Trainer`'s ``data``, and a run dir's data snapshot (:mod:`lipgan.run.description`)."""
     if isinstance(data, str):
         from lipgan.data.pipeline import dataset
 

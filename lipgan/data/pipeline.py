@@ -22,7 +22,7 @@ except ImportError:  # Windows: no cross-process lock; concurrent first builds a
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from lipgan.errors import DatasetError, first_line
+from lipgan.core.errors import DatasetError, first_line
 
 #: TFDS builder name -> module that defines it; these build locally, without network.
 OFFLINE_BUILDERS = {"lipgan_toy": "lipgan.data.toy", "lipgan_digits": "lipgan.data.digits"}

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
 
 FID_EPS = 1e-6  # TTUR / pytorch-fid's offset on the diagonals when Σ₁Σ₂ is singular
 IMAGINARY_ATOL = 1e-3  # their tolerance on the imaginary part of diag(sqrtm(Σ₁Σ₂))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
 from lipgan.metrics import image_scores
 
 DIGITS_SIZE = 16

@@ -41,7 +41,7 @@ import warnings
 
 import numpy as np
 
-from lipgan.errors import LipganError
+from lipgan.core.errors import LipganError
 
 #: Fewer points than this make the empirical W1 too noisy to compare runs.
 MIN_W1_POINTS = 1000

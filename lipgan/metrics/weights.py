@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from lipgan.errors import LipganError
+from lipgan.core.errors import LipganError
 
 #: A local copy of the graph (the ``.pb``, or the ``.tgz`` it comes in): used as is, never copied.
 GRAPH_ENV = "LIPGAN_INCEPTION_GRAPH"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
 
 #: Names accepted by the shipped critics' ``activation`` parameter.
 ACTIVATIONS = ("relu", "leaky_relu", "groupsort", "maxmin")

@@ -10,11 +10,11 @@
   on a 128×128 grid over [-3, 3]².
 * **1b left** — Swiss roll, a 12-layer ReLU MLP critic and generator trained as a WGAN by lipgan's
   engine under clipping c ∈ {0.1, 0.01, 0.001} and under GP; then ‖∂L/∂hₗ‖, the norm of the gradient
-  of the critic loss w.r.t. each hidden layer's activations (:func:`lipgan.diagnostics.layer_gradient_norms`).
+  of the critic loss w.r.t. each hidden layer's activations (:func:`lipgan.metrics.diagnostics.layer_gradient_norms`).
 * **1b right** — histograms of those critics' weights (clipping piles them at ±c).
 
 The constraints are lipgan's plugins (``WeightClip``, ``GradientPenalty``), the models lipgan's MLPs
-and the 1b training loop lipgan's :class:`~lipgan.engine.WGAN`. The paper gives no iteration counts
+and the 1b training loop lipgan's :class:`~lipgan.core.engine.WGAN`. The paper gives no iteration counts
 for Fig. 1 (1a's critics are "trained to optimality"); ours are chosen so that the full run takes
 minutes, not hours, on 2 CPU cores; see ``docs/fig1.md``. ``quick=True`` is a small variant (width-128 1b nets, 5 iterations) that still shows the 1b result.
 
@@ -103,20 +103,20 @@ def _worker_init(threads: int, verbose: bool = False) -> None:
     traced once; TensorFlow's heuristic counts the traces of every function built from the same
     code.
     """
-    from lipgan.quiet_tf import import_tensorflow
+    from lipgan.core.quiet_tf import import_tensorflow
 
     import_tensorflow(verbose)
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(threads)
+    import lipgan.core.engine  # noqa: F401
     import lipgan.data.pipeline  # noqa: F401
     import lipgan.data.toy  # noqa: F401
-    import lipgan.diagnostics  # noqa: F401
-    import lipgan.engine  # noqa: F401
+    import lipgan.metrics.diagnostics  # noqa: F401
     import lipgan.models  # noqa: F401
     import lipgan.plots.toy  # noqa: F401
-    from lipgan.plugins import load_registry
+    from lipgan.core.plugins import load_registry
 
     load_registry()  # imports every built-in plugin module
     global _WORKER_DIGEST
@@ -129,7 +129,7 @@ def _run_row_in_worker(task: tuple, s: Settings) -> tuple[tuple, dict, str, str]
 
 def check_sources(digest: str, worker_digests: dict) -> None:
     """Raise one line if a worker ran other code than ``digest`` (see :func:`source_digest`)."""
-    from lipgan.errors import ConfigError
+    from lipgan.core.errors import ConfigError
 
     mixed = sorted(str(task) for task, d in worker_digests.items() if d != digest)
     if mixed:

@@ -50,7 +50,7 @@ def critic_trainer(kind: str, s: Settings):
     import keras
     import tensorflow as tf
 
-    from lipgan.constraint import StepContext
+    from lipgan.core.constraint import StepContext
     from lipgan.models import mlp_critic
 
     keras.utils.set_random_seed(s.seed)
@@ -118,8 +118,8 @@ def fixed_generator(real: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 def fig1a_row(toy_set: str, kind: str, s: Settings) -> tuple[dict, str]:
     """One Fig. 1a panel: the trained critic's numbers and surface, and its log line."""
-    from lipgan import diagnostics
     from lipgan.data.toy import SAMPLERS
+    from lipgan.metrics import diagnostics
     from lipgan.plots.toy import critic_surface
 
     started, cpu = time.perf_counter(), time.process_time()

@@ -23,10 +23,10 @@ def train_deep_wgan(kind: str, c: float | None, s: Settings):
     import keras
     import tensorflow as tf
 
+    from lipgan.core.engine import WGAN
+    from lipgan.core.step_config import StepConfig
     from lipgan.data.pipeline import dataset
-    from lipgan.engine import WGAN
     from lipgan.models import mlp_critic, mlp_generator
-    from lipgan.step_config import StepConfig
 
     keras.utils.set_random_seed(s.seed)
     lr = s.b_clip_lr if kind == "weight_clip" else s.b_gp_lr
@@ -57,7 +57,7 @@ def fig1b_row(kind: str, c: float | None, s: Settings) -> tuple[dict, str]:
     """One Fig. 1b configuration: per-layer gradient norms, their spread, the weight histogram."""
     import tensorflow as tf
 
-    from lipgan import diagnostics
+    from lipgan.metrics import diagnostics
 
     started, cpu = time.perf_counter(), time.process_time()
     name = _config_name(kind, c)

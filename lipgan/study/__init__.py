@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
 from lipgan.study.spec import EVAL_EVERY, QUICK, Cell, StudySpec, default_constraints
 
 __all__ = [

@@ -1,6 +1,6 @@
 """One study cell in its own process: ``python -m lipgan.study.cell CELL_JSON RUN_DIR``.
 
-Trains through the same call as ``lipgan run`` (:func:`lipgan.config.train_configured`: the gin
+Trains through the same call as ``lipgan run`` (:func:`lipgan.config.gin_binding.train_configured`: the gin
 root ``train``, a :class:`lipgan.Trainer` and its ``fit``; re-running on the run dir resumes from
 its checkpoint), takes the quality curve between compiled calls (:mod:`lipgan.study.curve`), then
 evaluates the trained models on the PacGAN protocol's 2,500 samples and writes ``result.json``
@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from lipgan.errors import Interrupted, RunDirError, first_line
-from lipgan.interrupt import ORPHAN_ENV, stop_when_orphaned
-from lipgan.progress import Progress
+from lipgan.core.errors import Interrupted, RunDirError, first_line
+from lipgan.run.interrupt import ORPHAN_ENV, stop_when_orphaned
+from lipgan.run.progress import Progress
 from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES
 
 
@@ -54,7 +54,7 @@ class Timing(Progress):
         self.paused = 0.0
 
     def set_trainer(self, trainer) -> None:
-        from lipgan import evaluation
+        from lipgan.metrics import evaluation
         from lipgan.study.curve import CURVE_FILE, Curve
 
         super().set_trainer(trainer)
@@ -111,8 +111,8 @@ class Timing(Progress):
 
 def run_cell(cell: dict, run_dir: Path) -> dict:
     """Train and measure a cell given as its JSON dict (gin files and bindings, :class:`Cell`)."""
-    from lipgan import config
-    from lipgan.plugins import load_registry
+    from lipgan.config import gin_binding as config
+    from lipgan.core.plugins import load_registry
     from lipgan.study.spec import Cell
 
     threads = int(os.environ.get("LIPGAN_STUDY_THREADS", "0"))
@@ -195,7 +195,7 @@ def timing_of(timing: Timing, train_seconds: float, step: int, run_dir: Path) ->
 def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
     """Call ``fit(progress)`` (a fit of one trainer in ``run_dir``) with the cell's clock and
     curve, then evaluate what it trained on ``eval_samples``: the cell's result."""
-    from lipgan import evaluation
+    from lipgan.metrics import evaluation
     from lipgan.study.curve import NO_EMA, points, read
 
     started = time.perf_counter()

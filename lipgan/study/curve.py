@@ -7,7 +7,7 @@ samples:
 
 * modes captured, high-quality fraction and reverse KL: exactly the final evaluation's numbers
   (:func:`lipgan.metrics.toy.mode_metrics` on the same fixed-noise samples,
-  :func:`lipgan.evaluation.generate` with the run's seed), so the curve's last point *is* the
+  :func:`lipgan.metrics.evaluation.generate` with the run's seed), so the curve's last point *is* the
   final result on these three;
 * ``sliced_w1``: :func:`lipgan.metrics.toy.sliced_wasserstein1` against one fixed real sample from
   the set's own sampler (numpy, no TF pipeline): far cheaper than the exact W1 at n = 2,500,
@@ -101,7 +101,7 @@ class Curve:
 
     def evaluate(self) -> dict:
         """The curve's metrics of the generator as it is now."""
-        from lipgan.evaluation import generate
+        from lipgan.metrics.evaluation import generate
         from lipgan.metrics.toy import mode_metrics, sliced_wasserstein1
 
         def measure(generator) -> dict:

@@ -33,10 +33,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 
-from lipgan.errors import ConfigError, first_line
-from lipgan.executor import Executor
-from lipgan.interrupt import ORPHAN_ENV
-from lipgan.rundir import LOCK
+from lipgan.core.errors import ConfigError, first_line
+from lipgan.core.executor import Executor
+from lipgan.run.interrupt import ORPHAN_ENV
+from lipgan.run.rundir import LOCK
 from lipgan.study.ray_checks import check_address, check_resources, check_storage, plain
 from lipgan.study.runner import (
     UNRECORDED,
@@ -101,7 +101,7 @@ RAY_MAX_RETRIES = 3
 
 #: How long a retried task waits for the killed attempt's cell to save its checkpoint and release
 #: the run dir's lock (that cell stops itself when its worker dies, see
-#: :func:`lipgan.interrupt.stop_when_orphaned`).
+#: :func:`lipgan.run.interrupt.stop_when_orphaned`).
 LOCK_WAIT_SECONDS = 300.0
 
 #: Ray's errors for a task whose worker or node went away, after the retries: the cell is
@@ -308,7 +308,7 @@ def run_cell_task(
     wait_unlocked(run_dir / LOCK, LOCK_WAIT_SECONDS)
     os.environ.update(env)  # FORWARDED_ENV: the driver's settings for its cells
     # The cell stops itself (SIGTERM: checkpoint, exit) if this worker dies under it, rather than
-    # run on beside Ray's retry (lipgan.interrupt.stop_when_orphaned, started by the cell).
+    # run on beside Ray's retry (lipgan.run.interrupt.stop_when_orphaned, started by the cell).
     os.environ[ORPHAN_ENV] = str(os.getpid())
     accept_cancel()
     processes = CellProcesses()

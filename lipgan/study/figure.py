@@ -85,7 +85,7 @@ def short_label(constraint: str) -> str:
     the full spec, which is what the command line says. A row label's words after the spec (a
     tuned study's ``SPEC +EMA``) are kept after the short name: ``bjorck [maxmin] +EMA``."""
     from lipgan.bench.sweep import parse_spec
-    from lipgan.errors import ConfigError
+    from lipgan.core.errors import ConfigError
 
     spec, space, suffix = constraint.partition(" ")
     if space:

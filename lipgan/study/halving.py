@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lipgan.bench.sweep import parse_spec
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
 from lipgan.study import search
 from lipgan.study.spec import Cell, dumps
 

@@ -13,7 +13,7 @@ import re
 import socket
 from pathlib import Path
 
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
 
 #: Seconds to wait for a Ray cluster's port (``--ray-address``) and for the storage probe.
 CONNECT_TIMEOUT = 10.0

@@ -25,8 +25,8 @@ ITERATIONS = 100
 
 def _trainer(cell):
     """The Trainer a replicate cell trains, built (not trained) from its gin."""
-    from lipgan import config
-    from lipgan.plugins import load_registry
+    from lipgan.config import gin_binding as config
+    from lipgan.core.plugins import load_registry
 
     registry = load_registry().registry
     gin_files, bindings = cell.gin()
@@ -59,7 +59,7 @@ def measure(
     log: Callable[[str], None] | None = None,
 ) -> dict:
     """``{'rows': [{'dataset', 'constraint', 'seconds_per_iteration', 'rounds'}], ...}``."""
-    from lipgan.progress import Progress
+    from lipgan.run.progress import Progress
     from lipgan.study.tune import replicate_cells
 
     log = log or (lambda line: None)

@@ -27,9 +27,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from lipgan import child_process
-from lipgan.errors import ConfigError, Interrupted
-from lipgan.interrupt import SIGNALS
+from lipgan.core import child_process
+from lipgan.core.errors import ConfigError, Interrupted
+from lipgan.run.interrupt import SIGNALS
 from lipgan.study import sessions
 from lipgan.study.cell import RUN_DIR_REFUSED
 from lipgan.study.spec import Cell, StudySpec, check_spec, dumps
@@ -164,7 +164,7 @@ class CellProcesses:
 
     Each cell runs in its own session, so a terminal's Ctrl-C reaches only the study process; the
     study then sends each running cell one SIGTERM (the cell saves its checkpoint and exits
-    143), starts no new cell, and stops with :class:`~lipgan.errors.Interrupted`. Re-running the
+    143), starts no new cell, and stops with :class:`~lipgan.core.errors.Interrupted`. Re-running the
     same command resumes. A second signal is forwarded as it is (the cells abort at once).
     """
 
@@ -183,7 +183,7 @@ class CellProcesses:
 
     def run(self, args: list[str], env: dict) -> subprocess.CompletedProcess | None:
         """Run ``python -m lipgan.study.cell CELL_JSON RUN_DIR`` to its end, ``env`` overriding
-        the variables of :func:`lipgan.child_process.environment`; None when a stop was
+        the variables of :func:`lipgan.core.child_process.environment`; None when a stop was
         requested first.
 
         The cell's output goes straight to ``RUN_DIR/cell.log`` (appended: a resumed cell keeps

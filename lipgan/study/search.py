@@ -7,7 +7,7 @@ best is then re-run over seeds.
 
 The ranges belong to the constraints: each tunable class declares ``search_space`` (and
 ``search_fixed``), with the range types and compare_gan's shared tables of
-:mod:`lipgan.search_space`. The built-ins' choices, with their sources:
+:mod:`lipgan.core.search_space`. The built-ins' choices, with their sources:
 
 * penalty weights (gradient penalty λ, Lipschitz penalty λ, DRAGAN λ, R1 γ): log-uniform on
   [0.1, 100] (compare_gan ``lambda``: 10^[−1, 2]);
@@ -34,8 +34,8 @@ import zlib
 
 import numpy as np
 
-from lipgan.errors import ConfigError
-from lipgan.search_space import OPTIMIZER_KEYS, check_space
+from lipgan.core.errors import ConfigError
+from lipgan.core.search_space import OPTIMIZER_KEYS, check_space
 
 #: Where the drawn configs come from; a different value is a different search.
 SEARCH_SEED = 0x7E57
@@ -43,7 +43,7 @@ SEARCH_SEED = 0x7E57
 
 @functools.cache
 def _default_registry():
-    from lipgan.plugins import load_registry
+    from lipgan.core.plugins import load_registry
 
     return load_registry().registry
 
@@ -76,7 +76,7 @@ def space(constraint: str, registry=None) -> dict:
         raise ConfigError(
             f"constraint {constraint!r} has no search space, so lipgan tune cannot search it; "
             f"give {cls.__module__}.{cls.__qualname__} a class attribute search_space "
-            "(see lipgan.search_space)"
+            "(see lipgan.core.search_space)"
         )
     try:
         check_space(constraint, cls.search_space)

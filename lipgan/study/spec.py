@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import json
 
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
 
 #: Data set name on the command line -> (shipped gin config, ``dataset.name`` binding or None).
 #: ``ring`` and ``grid`` are PacGAN's 2D-ring and 2D-grid (Lin et al. 2018), evaluated by its protocol.
@@ -163,8 +163,8 @@ class Cell:
 @functools.cache
 def config_steps(dataset: str) -> int:
     """``train.steps`` of the data set's shipped config: a study's default budget."""
-    from lipgan import config
-    from lipgan.plugins import load_registry
+    from lipgan.config import gin_binding as config
+    from lipgan.core.plugins import load_registry
 
     if dataset not in DATASETS:
         raise ConfigError(f"unknown study data set {dataset!r}; known: {', '.join(DATASETS)}")

@@ -3,7 +3,7 @@ them (collapsed, target reached, still rising, beats uniform noise). The report'
 (:mod:`lipgan.study.tables`), figure (:mod:`lipgan.study.figure`) and JSON, and the tuned study's
 report, all compute from here, so a number means the same in each.
 
-Metrics are read generically from the dict that :func:`lipgan.evaluation.evaluate` returns
+Metrics are read generically from the dict that :func:`lipgan.metrics.evaluation.evaluate` returns
 (``eval/`` prefix removed); :data:`COLUMNS` is the one table mapping its keys to report columns. A
 key a run does not report shows as "–".
 

@@ -34,7 +34,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from lipgan.errors import ConfigError
+from lipgan.core.errors import ConfigError
 from lipgan.study import search
 from lipgan.study.search import score
 from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES, Cell, config_steps, dumps

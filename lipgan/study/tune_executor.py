@@ -30,7 +30,7 @@ import shutil
 import threading
 from pathlib import Path
 
-from lipgan.errors import ConfigError, first_line
+from lipgan.core.errors import ConfigError, first_line
 from lipgan.study.executors import (
     FORWARDED_ENV,
     RAY_INSTALL,

@@ -129,7 +129,7 @@ def shared_rows(study_dirs) -> dict:
         try:
             summary = json.loads(path.read_text())["summary"]
         except (OSError, ValueError, KeyError):
-            from lipgan.errors import ConfigError
+            from lipgan.core.errors import ConfigError
 
             raise ConfigError(
                 f"--shared {directory}: no study report there (study.json); give the dir of a "

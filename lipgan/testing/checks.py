@@ -18,9 +18,9 @@ def check_gin_configurable(cls, kwargs=None) -> None:
 
     Clears gin's global config before and after (as ``lipgan run`` does before parsing).
     """
-    from lipgan.constraint import Constraint
-    from lipgan.errors import PluginError
-    from lipgan.registry import Registry
+    from lipgan.core.constraint import Constraint
+    from lipgan.core.errors import PluginError
+    from lipgan.core.registry import Registry
 
     kwargs = dict(kwargs or {})
     assert isinstance(cls, type) and issubclass(cls, Constraint), (
@@ -41,7 +41,7 @@ def check_gin_configurable(cls, kwargs=None) -> None:
     assert not unknown or any(p.kind == p.VAR_KEYWORD for p in params.values()), (
         f"constraint_kwargs {sorted(unknown)} are not parameters of {cls.__name__}.__init__"
     )
-    from lipgan import config
+    from lipgan.config import gin_binding as config
 
     config.register_configurables(registry)
     configured = config.configured(cls, kwargs)
@@ -53,9 +53,9 @@ def check_gin_configurable(cls, kwargs=None) -> None:
 
 
 def _contract_penalty(constraint, penalty, real):
-    """The engine's check of a penalty (:func:`lipgan.engine.checked_penalty`) as an assertion."""
-    from lipgan.engine import checked_penalty
-    from lipgan.errors import PluginError
+    """The engine's check of a penalty (:func:`lipgan.core.engine.checked_penalty`) as an assertion."""
+    from lipgan.core.engine import checked_penalty
+    from lipgan.core.errors import PluginError
 
     try:
         return checked_penalty(constraint, penalty, real)

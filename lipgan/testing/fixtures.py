@@ -51,7 +51,7 @@ def _batch(data_shape, seed: int, batch: int = BATCH):
 
 
 def _context(batch: int = BATCH, step: int = 0):
-    from lipgan.constraint import StepContext
+    from lipgan.core.constraint import StepContext
 
     return StepContext(seed=0, step=step, phase=0, global_batch_size=batch, num_replicas=1)
 

@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 
-from lipgan import child_process
+from lipgan.core import child_process
 from lipgan.testing.fixtures import BATCH, _batch, small_critic, small_generator
 
 #: Replica counts compared by the invariance check.
@@ -116,14 +116,14 @@ def check_replica_invariance(
 
 def _probe(request: dict) -> list[dict]:
     """Subprocess side: split the CPU, then compute penalties and critic gradients per spec."""
-    from lipgan.strategy import split_host_cpu
+    from lipgan.core.strategy import split_host_cpu
 
     devices = split_host_cpu(request["replicas"])  # first TF work in this process
     import keras
     import tensorflow as tf
 
-    from lipgan.engine import WGAN
-    from lipgan.step_config import StepConfig
+    from lipgan.core.engine import WGAN
+    from lipgan.core.step_config import StepConfig
 
     strategy = tf.distribute.MirroredStrategy(devices=devices)
     data_shape = tuple(request["data_shape"])

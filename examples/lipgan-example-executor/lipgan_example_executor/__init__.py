@@ -3,12 +3,12 @@
 The smallest useful executor: the same cell function as lipgan's own pool
 (:func:`lipgan.study.runner.run_cell_process`, one process per cell), with no pool, so the cells
 finish in their listed order and a log reads top to bottom. It exists to show what a third-party
-executor needs: an :class:`lipgan.executor.Executor` subclass with a ``name``, the options it
+executor needs: an :class:`lipgan.core.executor.Executor` subclass with a ``name``, the options it
 accepts (none here: ``--jobs`` is refused in one line), and one ``@hookimpl``.
 """
 
 from lipgan import hookimpl
-from lipgan.executor import Executor
+from lipgan.core.executor import Executor
 from lipgan.study.runner import CellProcesses, run_cell_process
 
 __version__ = "0.1.0"

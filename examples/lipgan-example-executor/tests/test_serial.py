@@ -15,7 +15,7 @@ def lipgan(*args):
 
 
 def test_registered_as_an_executor():
-    from lipgan.plugins import load_registry
+    from lipgan.core.plugins import load_registry
 
     entry = {e.name: e for e in load_registry().registry.entries("executor")}["serial"]
     assert entry.source.startswith("lipgan-example-executor")

@@ -41,7 +41,7 @@ def test_without_mlflow_it_is_refused_in_one_line_before_training(tmp_path, monk
     monkeypatch.setattr(builtins, "__import__", no_mlflow)
     from lipgan_example_logger import MlflowLogger
 
-    from lipgan.errors import ConfigError
+    from lipgan.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"pip install 'lipgan-example-logger\[mlflow\]'"):
         MlflowLogger()

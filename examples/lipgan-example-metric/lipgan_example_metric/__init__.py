@@ -6,13 +6,13 @@ Plann. Inference 2013, eq. 1), estimated with the V-statistic on the evaluation'
 when P = Q, and the same statistic between two independent real samples of the same size is its
 floor: what a perfect generator scores at this n. Applies to any data (images are flattened); off
 by default, chosen with ``lipgan eval RUN --metric energy_distance``. It exists to show what a
-third-party metric needs: a :class:`lipgan.metric.Metric` subclass and one ``@hookimpl``.
+third-party metric needs: a :class:`lipgan.core.metric.Metric` subclass and one ``@hookimpl``.
 """
 
 import numpy as np
 
 from lipgan import hookimpl
-from lipgan.metric import EvalData, Metric
+from lipgan.core.metric import EvalData, Metric
 
 __version__ = "0.1.0"
 

@@ -11,8 +11,8 @@ import tensorflow as tf
 from lipgan import Constraint, hookimpl
 
 # The shared, numerically safe ‖∇ₓD(x)‖ (nested tape, sqrt(Σg² + 1e-12)) from lipgan's own plugins.
-from lipgan.penalties import per_example_gradient_norm
-from lipgan.search_space import ADAM, LogUniform
+from lipgan.core.penalties import per_example_gradient_norm
+from lipgan.core.search_space import ADAM, LogUniform
 
 __version__ = "0.1.0"
 

@@ -84,7 +84,7 @@ def test_trains_from_gin(tmp_path):
 
 
 def test_its_search_space_makes_it_tunable():
-    from lipgan.plugins import load_registry
+    from lipgan.core.plugins import load_registry
     from lipgan.study import search, tune
 
     registry = load_registry().registry

@@ -1,0 +1,213 @@
+"""``lipgan tune``: each constraint at its own best (machinery in :mod:`lipgan.study.tune`).
+
+Example (what docs/study.md's tuned study ran)::
+
+    lipgan tune --configs 20 --seeds 5 --executor tune --out studies/tuned
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from lipgan.cli.options import StudyDir, check_constraints, executor_options, make_executor
+
+
+@click.command()
+@click.option(
+    "--constraint",
+    "constraints",
+    multiple=True,
+    metavar="SPEC",
+    help="name or name:key=value,... (repeatable; default: every constraint with a search space, "
+    "bjorck and aol with MaxMin).",
+)
+@click.option(
+    "--dataset",
+    "datasets",
+    multiple=True,
+    metavar="NAME",
+    help="ring, grid, 8gaussians, 25gaussians, swissroll (repeatable; default: ring, grid).",
+)
+@click.option(
+    "--configs",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Configs drawn per data set and constraint.",
+)
+@click.option(
+    "--search-steps",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Iterations of each search trial (its learning-rate decay stretched to them).",
+)
+@click.option(
+    "--search",
+    "search_kind",
+    type=click.Choice(["random", "halving"]),
+    default="random",
+    show_default=True,
+    help="random: every config once at --search-steps (Lucic et al.); halving: successive "
+    "halving to the full budget, --search-seeds seeds per config (docs/study.md).",
+)
+@click.option(
+    "--eta",
+    type=click.IntRange(min=2),
+    default=3,
+    show_default=True,
+    help="Halving: keep the best 1/eta of the configs at each rung.",
+)
+@click.option(
+    "--rungs",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Halving: rungs, each eta times the budget of the last; the last is the full budget.",
+)
+@click.option(
+    "--search-seeds",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Halving: seeds of every config at every rung (their mean decides).",
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Seeds of each chosen config at the full budget.",
+)
+@click.option(
+    "--steps",
+    type=click.IntRange(min=1),
+    help="Full budget in iterations (default: each data set config's train.steps, 4,000).",
+)
+@click.option(
+    "--eval-every",
+    type=click.IntRange(min=1),
+    default=250,
+    show_default=True,
+    help="Iterations between two points of each run's quality curve.",
+)
+@click.option(
+    "--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding for every run."
+)
+@executor_options("tune")
+@click.option(
+    "--out",
+    type=StudyDir(),
+    default=Path("studies/tuned"),
+    show_default=True,
+    help="Tuned study dir (re-running resumes it).",
+)
+@click.option(
+    "--bench",
+    is_flag=True,
+    help="After the runs: time each chosen row's iteration side by side in one process "
+    "(bench.json), the seconds behind the report's time to quality. Run it on quiet cores.",
+)
+@click.option(
+    "--shared",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="STUDY_DIR",
+    help="A finished `lipgan study` (e.g. studies/converged/ring) whose rows the report prints "
+    "beside the tuned ones (repeatable).",
+)
+@click.option("--force", is_flag=True, help="Reuse a study dir whose spec differs.")
+@click.option("--quiet", is_flag=True, help="No progress lines; print only the report paths.")
+@click.option(
+    "--report-only", is_flag=True, help="Run nothing: report what has finished (partial)."
+)
+def tune(
+    constraints,
+    datasets,
+    configs,
+    search_steps,
+    search_kind,
+    eta,
+    rungs,
+    search_seeds,
+    seeds,
+    steps,
+    eval_every,
+    bindings,
+    executor,
+    jobs,
+    threads,
+    ray_address,
+    cell_resources,
+    storage,
+    out,
+    bench,
+    shared,
+    force,
+    quiet,
+    report_only,
+):
+    """Search each constraint's hyper-parameters, re-run the best over seeds; write tune.md/png."""
+    from lipgan.core.plugins import load_registry
+    from lipgan.study import tune as tuned
+
+    registry = load_registry().registry
+    given = check_constraints(constraints, registry)
+    if not given:
+        for line in tuned.left_out(registry):
+            click.echo(line, err=True)
+    constraints = given or tuned.default_constraints(registry)
+    spec = tuned.TuneSpec(
+        constraints=tuple(constraints),
+        datasets=tuple(datasets or ("ring", "grid")),
+        configs=configs,
+        search_steps=search_steps,
+        seeds=seeds,
+        steps=steps,
+        eval_every=eval_every,
+        bindings=tuple(bindings),
+        search=search_kind,
+        eta=eta,
+        rungs=rungs,
+        search_seeds=search_seeds,
+    )
+    spec.check()
+    cells = make_executor(
+        executor,
+        "tune",
+        registry,
+        jobs=jobs,
+        ray_address=ray_address,
+        cell_resources=cell_resources,
+        storage=storage,
+    )
+    log = None if quiet else (lambda line: click.echo(line, err=True))
+    command = "lipgan tune " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    report = tuned.run_tune(
+        spec,
+        out,
+        executor=cells,
+        threads=threads,
+        force=force,
+        log=log,
+        command=command,
+        report_only=report_only,
+        shared=tuple(shared),
+    )
+    if bench:
+        from lipgan.study import row_bench
+
+        if len(report.final) < len(tuned.replicate_cells(spec, report.chosen)):
+            raise click.UsageError("--bench needs the finished study (run it first)")
+        measured = row_bench.measure(spec, report.chosen, log=log)
+        row_bench.write(Path(out), {**measured, "command": command})
+        report = tuned.run_tune(
+            spec, out, log=log, command=command, report_only=True, shared=tuple(shared)
+        )
+    if not quiet:
+        click.echo(report.paths["markdown"].read_text())
+    click.echo(", ".join(f"wrote {p}" for p in report.paths.values()))

@@ -1,0 +1,117 @@
+"""``train``: the gin root of ``lipgan run``, generated from the Python API's own definitions.
+
+Every ``train.*`` binding is a parameter of the Python API, and its default is defined there
+once: the :class:`lipgan.Trainer` keywords (``train.constraint``, ``train.checkpoint_input``...),
+the fields of :class:`lipgan.StepConfig` (``train.n_critic``, ``train.seed``...) and of
+:class:`lipgan.Intervals` (``train.log_every``...), and :meth:`lipgan.Trainer.fit`'s keywords
+(``run_dir``, ``force``, ``callbacks``...). :data:`train`'s signature is built from them, so gin
+checks binding names and records defaults (the operative config in ``run.json``) from the same
+source, and a new field is a new binding with nothing else to edit. This module does not import
+gin (the CLI's gin config is added to the run's record by :class:`lipgan.config.gin_binding.GinRecord`, a fit
+callback). Named for the gin root it defines: "run" is the command and the run dir.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+from lipgan.core.errors import ConfigError
+from lipgan.core.step_config import Intervals, StepConfig
+from lipgan.core.train_state import TrainState
+from lipgan.run.trainer import Trainer
+
+#: The one setting of ``train`` that is none of the API's: how many iterations ``lipgan run``
+#: trains when a config does not say (``train.steps``; ``fit(steps)`` takes it as an argument).
+STEPS = 1000
+
+#: ``train`` names that differ from the Trainer keyword they set (every shipped config binds
+#: ``train.dataset``).
+GIN_NAMES = {"data": "dataset"}
+
+#: The Trainer keywords that are not ``train`` parameters: the groups whose fields are.
+_GROUPS = {"step_config": StepConfig, "intervals": Intervals}
+_NOT_BOUND = {"self", *_GROUPS}
+
+
+def _parameters() -> dict[str, tuple[str, inspect.Parameter]]:
+    """``{train name: (where it goes, parameter)}``, in the order of ``train``'s signature."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    found = []
+    for name, parameter in inspect.signature(Trainer.__init__).parameters.items():
+        if name not in _NOT_BOUND:
+            found.append((GIN_NAMES.get(name, name), "trainer", parameter.replace(kind=keyword)))
+    for group, cls in _GROUPS.items():
+        for field in dataclasses.fields(cls):
+            parameter = inspect.Parameter(field.name, keyword, default=field.default)
+            found.append((field.name, group, parameter.replace(annotation=field.type)))
+    steps = inspect.Parameter("steps", keyword, default=STEPS, annotation="int")
+    found.append(("steps", "fit", steps))
+    for name, parameter in inspect.signature(Trainer.fit).parameters.items():
+        if name not in ("self", "steps"):
+            found.append((name, "fit", parameter.replace(kind=keyword)))
+    out = {}
+    for name, where, parameter in found:
+        if name in out:  # a field named like a keyword: one train.X cannot set both
+            raise TypeError(f"train.{name} would set both {out[name][0]} and {where}")
+        out[name] = (where, parameter)
+    return out
+
+
+PARAMETERS = _parameters()
+
+
+def group_settings(settings: dict) -> tuple[dict, dict]:
+    """Flat ``train.*`` values -> (the :class:`~lipgan.Trainer`'s keywords, ``fit``'s).
+
+    Grouped as the Python API groups them: the step's static parameters into a
+    :class:`~lipgan.StepConfig`, the host loop's cadence into :class:`~lipgan.Intervals`. Only the
+    values given are passed: every default is the API's own.
+    """
+    unknown = sorted(set(settings) - set(PARAMETERS))
+    if unknown:
+        raise TypeError(f"train() got unexpected settings: {', '.join(unknown)}")
+    for name, (_, parameter) in PARAMETERS.items():
+        if parameter.default is inspect.Parameter.empty and name not in settings:
+            raise ConfigError(f"train.{name} is not set; bind it in a config (see gin/*.gin)")
+    trainer: dict = {}
+    groups: dict[str, dict] = {group: {} for group in _GROUPS}
+    fit: dict = {}
+    for key, value in settings.items():
+        where, parameter = PARAMETERS[key]
+        if where == "trainer":
+            trainer[parameter.name] = value
+        elif where == "fit":
+            fit[key] = value
+        else:
+            groups[where][key] = value
+    for group, cls in _GROUPS.items():
+        trainer[group] = cls(**groups[group])
+    return trainer, fit
+
+
+def trainer_from_settings(settings: dict) -> Trainer:
+    """A :class:`lipgan.Trainer` from flat ``train.*`` settings (``fit``'s are left out).
+
+    What ``lipgan eval``/``sample`` build from a run's config (without training it).
+    """
+    return Trainer(**group_settings(settings)[0])
+
+
+def train(**settings) -> TrainState:
+    """Train a WGAN from flat settings (the gin root ``train``); see :class:`lipgan.Trainer`.
+
+    ``steps`` counts generator updates (each preceded by ``n_critic`` critic updates). Models,
+    optimizers and the dataset are *factories* (``@mlp_critic``, ``@critic/Adam``, ``@dataset()``),
+    called inside ``strategy.scope()``. The other parameters and their defaults are those of
+    :class:`lipgan.Trainer`, :class:`lipgan.StepConfig`, :class:`lipgan.Intervals` and
+    :meth:`lipgan.Trainer.fit` (``inspect.signature(train)`` lists them).
+    """
+    trainer, fit = group_settings(settings)
+    return Trainer(**trainer).fit(fit.pop("steps", STEPS), **fit)
+
+
+train.__signature__ = inspect.Signature(
+    [parameter.replace(name=name) for name, (_, parameter) in PARAMETERS.items()],
+    return_annotation="TrainState",
+)

@@ -1,0 +1,250 @@
+"""Orthogonal layers from skew-symmetric parameters: the math shared by ``cayley`` and ``soc``.
+
+Both constraints map a raw parameter to a skew-symmetric (skew-Hermitian) operator ``A`` and an
+orthogonal one from it: the Cayley transform ``(I − A)(I + A)⁻¹`` (Trockman & Kolter, ICLR 2021,
+``layers.py`` of github.com/locuslab/orthogonal-convolutions) or the exponential ``exp(A)``
+(Singla & Feizi, ICML 2021, ``skew_ortho_conv.py`` of github.com/singlasahil14/SOC). This module
+holds the pieces both need and that TensorFlow lacks in a form XLA compiles:
+
+* :func:`cayley`: the rectangular Cayley transform of a batch of real or complex matrices. XLA on
+  CPU has no complex ``MatrixSolve``/``MatrixInverse`` (TF 2.21: "No registered 'MatrixSolve'
+  OpKernel for XLA_CPU_JIT" for complex64; real solves and ``rfft2d``/``irfft2d`` with their
+  gradients compile), so a complex ``n×n`` system is solved as the real ``2n×2n`` one
+  ``[[R, −I], [I, R]]``, which represents ``R + iI``.
+* :func:`kernel_spectrum`: a conv kernel's DFT on an image-sized grid, by constant cosine/sine
+  matrices (real matrix products), in ``rfft2d``'s frequency order; :func:`fourier_conv` applies
+  per-frequency matrices to a batch by ``rfft2d``/``irfft2d``: a circular convolution.
+* :func:`taylor_tail`: the truncation error of a ``K``-term exponential series, which ``soc``'s
+  certified bound adds to 1.
+* :class:`OrthogonalConstruction`: the constraint base of both (wrapping, ResNet merges, bound).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from lipgan.core.errors import ConfigError
+from lipgan.core.lipschitz import activation_fn_lipschitz, lipschitz_upper_bound
+from lipgan.core.reparametrized import KernelConstruction, chain_lipschitz_bound
+
+
+def pair(value) -> tuple[int, int]:
+    """A Keras ``int or (int, int)`` argument as a pair."""
+    value = tuple(int(v) for v in np.atleast_1d(value))
+    return (value[0], value[0]) if len(value) == 1 else value
+
+
+def _adjoint(m):
+    return tf.linalg.adjoint(m) if m.dtype.is_complex else tf.linalg.matrix_transpose(m)
+
+
+def _inverse(m):
+    """``m⁻¹`` for a batch of square real or complex matrices, by real solves only (XLA)."""
+    n = m.shape[-1]
+    batch = tf.shape(m)[:-2]
+    if not m.dtype.is_complex:
+        eye = tf.broadcast_to(tf.eye(n, dtype=m.dtype), tf.concat([batch, [n, n]], 0))
+        return tf.linalg.solve(m, eye)
+    re, im = tf.math.real(m), tf.math.imag(m)
+    big = tf.concat([tf.concat([re, -im], -1), tf.concat([im, re], -1)], -2)  # [.., 2n, 2n]
+    rhs = tf.concat([tf.eye(n, dtype=re.dtype), tf.zeros((n, n), re.dtype)], 0)  # [2n, n]
+    x = tf.linalg.solve(big, tf.broadcast_to(rhs, tf.concat([batch, [2 * n, n]], 0)))
+    return tf.complex(x[..., :n, :], x[..., n:, :])
+
+
+def cayley(w):
+    """The Cayley transform of the ``[..., m, n]`` matrices ``w``: orthonormal columns (m ≥ n)
+    or rows (m < n).
+
+    Trockman & Kolter's rectangular form (``cayley`` in their ``layers.py``): with ``U = w[:n]``,
+    ``V = w[n:]`` and the skew-Hermitian ``A = U − Uᴴ + VᴴV``, ``Q = [(I + A)⁻¹(I − A); −2V(I + A)⁻¹]``
+    is the first ``n`` columns of the Cayley transform of the ``m×m`` skew-Hermitian matrix
+    ``[[U − Uᴴ, −Vᴴ], [V, 0]]``, at the price of one ``n×n`` inverse. ``I + A`` is invertible
+    (``A``'s Hermitian part ``VᴴV`` is PSD), so every ``w`` gives an orthogonal ``Q``.
+    """
+    m, n = w.shape[-2:]
+    if n > m:
+        return _adjoint(cayley(_adjoint(w)))
+    u, v = w[..., :n, :], w[..., n:, :]
+    a = u - _adjoint(u) + tf.matmul(v, v, adjoint_a=True)
+    eye = tf.eye(n, dtype=w.dtype)
+    inv = _inverse(eye + a)
+    # (I + A)⁻¹(I − A) = 2(I + A)⁻¹ − I: no product for the square block.
+    return tf.concat([2.0 * inv - eye, -2.0 * tf.matmul(v, inv)], axis=-2)
+
+
+def refine(q):
+    """One order-1 Björck step ``Q(3I − QᴴQ)/2`` (on the smaller Gram side): float32 Cayley
+    transforms of ill-conditioned ``I + A`` (large raw weights) are off orthonormal by up to
+    ~1e-3; the step maps every singular value σ ≤ √3 to ``σ(3 − σ²)/2 ≤ 1`` and squares the error.
+    At an orthonormal ``Q`` its derivative is the identity on the Cayley transform's tangent
+    directions (``QᴴdQ`` skew), so gradients are unchanged."""
+    m, n = q.shape[-2:]
+    if m >= n:
+        return 1.5 * q - 0.5 * tf.matmul(q, tf.matmul(q, q, adjoint_a=True))
+    return 1.5 * q - 0.5 * tf.matmul(tf.matmul(q, q, adjoint_b=True), q)
+
+
+@functools.cache
+def _dft(taps: tuple[int, int], grid: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """cos and −sin of ``2π(fy·y/h + fx·x/w)`` [F, ty·tx] for ``rfft2d``'s frequencies
+    (``fy < h``, ``fx ≤ w/2``, row-major) and the taps centred at ``(ty//2, tx//2)``."""
+    (ty, tx), (h, w) = taps, grid
+    fy, fx = np.meshgrid(np.arange(h), np.arange(w // 2 + 1), indexing="ij")
+    y, x = np.meshgrid(np.arange(ty) - ty // 2, np.arange(tx) - tx // 2, indexing="ij")
+    theta = 2 * np.pi * (np.outer(fy.ravel(), y.ravel()) / h + np.outer(fx.ravel(), x.ravel()) / w)
+    return np.cos(theta), -np.sin(theta)
+
+
+def kernel_spectrum(kernel, grid: tuple[int, int]):
+    """The DFT ``[h, w//2+1, c_out, c_in]`` (complex) of ``kernel`` [ty, tx, c_in, c_out] placed
+    on the circular ``grid`` (taps beyond the grid wrap around), as ``rfft2d`` orders it."""
+    ty, tx, cin, cout = kernel.shape
+    cos, sin = (tf.constant(m, kernel.dtype) for m in _dft((ty, tx), tuple(grid)))
+    flat = tf.reshape(tf.transpose(kernel, (0, 1, 3, 2)), (ty * tx, cout * cin))
+    spectrum = tf.complex(tf.matmul(cos, flat), tf.matmul(sin, flat))
+    return tf.reshape(spectrum, (grid[0], grid[1] // 2 + 1, cout, cin))
+
+
+def fourier_conv(x, matrices):
+    """``irfft2d(Q(ω)·rfft2d(x)(ω))``: the circular convolution of ``x`` [b, h, w, c_in] whose
+    symbol is ``matrices`` [h, w//2+1, c_out, c_in] (complex), returned as [b, h, w, c_out]."""
+    h, w = x.shape[1], x.shape[2]
+    spectrum = tf.signal.rfft2d(tf.transpose(x, (0, 3, 1, 2)))  # [b, c_in, h, w//2+1]
+    out = tf.einsum("yfoi,biyf->boyf", matrices, spectrum)
+    return tf.transpose(tf.signal.irfft2d(out, fft_length=[h, w]), (0, 2, 3, 1))
+
+
+def spectrum_norm(matrices) -> float:
+    """``max_ω σ_max(Q(ω))`` in float64: the norm of :func:`fourier_conv`'s map (see the docs)."""
+    q = np.asarray(matrices).astype(np.complex128)
+    return float(np.linalg.svd(q.reshape(-1, *q.shape[-2:]), compute_uv=False).max())
+
+
+def taylor_tail(norm: float, terms: int) -> float:
+    """``Σ_{k>K} ℓᵏ/k!`` for ``ℓ = norm``, ``K = terms``: an upper bound on ``‖exp(L) − T_K(L)‖``
+    for any ``‖L‖ ≤ ℓ`` (``T_K`` the series truncated after ``Lᴷ/K!``), summed term by term
+    (no cancellation) with the rest of the series bounded geometrically."""
+    term = math.exp(sum(math.log(norm / k) for k in range(1, terms + 2))) if norm > 0 else 0.0
+    total, k = 0.0, terms + 1
+    while term > 1e-30 * max(total, 1e-300) and k < terms + 400:
+        total += term
+        k += 1
+        term *= norm / k
+    ratio = norm / (k + 1)
+    return total + (term / (1 - ratio) if ratio < 1 else math.inf)
+
+
+def skew_dense(raw):
+    """``(W − Wᵀ)/2`` for a square ``raw`` [c, c]."""
+    return 0.5 * (raw - tf.transpose(raw))
+
+
+def flip_transpose(kernel):
+    """The kernel of the adjoint convolution: taps reversed, channels swapped ([t, t, c, c])."""
+    return tf.transpose(kernel[::-1, ::-1], (0, 1, 3, 2))
+
+
+def skew_kernel(raw):
+    """``(M − flip(M)ᵀ)/2``: with odd taps and 'same' zero padding the convolution is an exactly
+    skew-symmetric operator (its adjoint is the convolution with ``flip(M)ᵀ``), in float32 too
+    (``fl(a − b) = −fl(b − a)``)."""
+    return 0.5 * (raw - flip_transpose(raw))
+
+
+def holder_bound(kernel):
+    """``sqrt(‖L‖₁·‖L‖∞)`` ≥ ``‖L‖₂`` for the convolution (or, for a 2-D ``kernel``, the matrix)
+    ``L``: the largest absolute column and row sums; differentiable, stateless and rigorous."""
+    magnitude = tf.abs(tf.reshape(kernel, (-1, kernel.shape[-2], kernel.shape[-1])))
+    per_in = tf.reduce_max(tf.reduce_sum(magnitude, axis=(0, 2)))
+    per_out = tf.reduce_max(tf.reduce_sum(magnitude, axis=(0, 1)))
+    return tf.sqrt(per_in * per_out)
+
+
+def exp_series(apply, x, terms: int):
+    """``T_K(L)x = Σ_{k≤K} Lᵏx/k!`` with ``apply(v) = Lv`` (``K = terms``), as SOC computes it."""
+    out = term = x
+    for k in range(1, terms + 1):
+        term = apply(term) / float(k)
+        out = out + term
+    return out
+
+
+def layer_bound(operator_norm: float, activation) -> float | None:
+    """A layer's Lipschitz bound: its linear map's times its activation's constant (or None)."""
+    act = activation_fn_lipschitz(activation)
+    return None if act is None else float(operator_norm) * act
+
+
+class OrthogonalConstruction(KernelConstruction):
+    """The base of ``cayley`` and ``soc``: each Dense/Conv2D layer becomes an orthogonal one.
+
+    A residual ``Add`` (the ResNet critic) becomes ``Average``: a convex combination of two
+    1-Lipschitz maps is 1-Lipschitz, where a sum is 2-Lipschitz (Trockman & Kolter's residual
+    networks use a learnt convex combination, ``ConvexCombo``; here it is fixed at ½). The
+    certified bound is the chain's product (``keras.Sequential``) or, for a functional critic, the
+    layer-graph bound of :func:`lipgan.core.lipschitz.lipschitz_upper_bound`, which honours each
+    layer's own ``lipschitz_bound()``.
+    """
+
+    def wrap_layer(self, layer):
+        if type(layer) is keras.layers.Add:
+            return keras.layers.Average(name=layer.name)
+        if isinstance(layer, keras.layers.Dense):
+            return self.wrap_dense(layer)
+        if type(layer) is keras.layers.Conv2D:
+            check_conv(layer, self.name)
+            return self.wrap_conv(layer)
+        if "Conv" in type(layer).__name__:
+            raise ConfigError(
+                f"{self.name} supports Dense and Conv2D layers, not {type(layer).__name__} "
+                f"{layer.name!r}: change the critic or use another constraint"
+            )
+        return None
+
+    def wrap_dense(self, layer):
+        raise NotImplementedError
+
+    def wrap_conv(self, layer):
+        raise NotImplementedError
+
+    def lipschitz_bound(self, critic):
+        bound = chain_lipschitz_bound(critic)
+        if bound is None and not isinstance(critic, keras.Sequential):
+            bound = lipschitz_upper_bound(critic)
+        return bound
+
+
+def check_conv(layer, who: str) -> None:
+    """A one-line ConfigError unless ``layer`` can become an orthogonal conv of the same shape."""
+    where = f"{who}: convolution {layer.name!r}"
+    if layer.data_format != "channels_last" or layer.groups != 1:
+        raise ConfigError(f"{where} must be channels_last with groups=1")
+    if pair(layer.dilation_rate) != (1, 1):
+        raise ConfigError(f"{where} is dilated; {who} needs dilation_rate=1")
+    if layer.padding != "same" and pair(layer.kernel_size) != (1, 1):
+        raise ConfigError(
+            f"{where} has padding={layer.padding!r}; {who} builds 'same'-shaped orthogonal convs"
+        )
+
+
+def polyphase_shape(layer, input_shape, who: str) -> tuple[int, int, int]:
+    """(height, width, channels) after the stride's invertible downsampling (space_to_depth)."""
+    h, w, c = (int(v) for v in input_shape[1:4])
+    sy, sx = pair(layer.strides)
+    if h % sy or w % sx or sy != sx:
+        raise ConfigError(
+            f"{who}: convolution {layer.name!r} has strides {(sy, sx)} on {h}x{w} inputs; it needs "
+            "equal strides that divide the input size (invertible downsampling)"
+        )
+    return h // sy, w // sx, c * sy * sx
+
+
+def downsample(x, stride: int):
+    """Invertible downsampling: the ``s²`` polyphase components as channels (a permutation)."""
+    return x if stride == 1 else tf.nn.space_to_depth(x, stride)
