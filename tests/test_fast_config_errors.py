@@ -1,4 +1,4 @@
-"""A config's syntax error is answered before TensorFlow is imported (lipgan.cli.main.check_syntax): the
+"""A config's syntax error is answered before TensorFlow is imported (lipgan.config.syntax.check_syntax): the
 same one line as the full parse, from a process that never loads TensorFlow (what makes it fast,
 checked by what was imported, not by a clock)."""
 
@@ -55,6 +55,6 @@ def test_a_broken_config_file_is_named_with_its_line(tmp_path):
 
 
 def test_a_valid_config_goes_on_to_tensorflow():
-    from lipgan.cli.main import check_syntax
+    from lipgan.config.syntax import check_syntax
 
     check_syntax(["wgangp_toy_quick"], ["train.steps = 5", "train.lr = 1"])  # names: later

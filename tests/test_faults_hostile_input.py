@@ -123,7 +123,7 @@ def test_run_dir_lock_is_exclusive_within_one_process_and_released_on_close(tmp_
 
 
 def test_default_run_dirs_of_two_processes_differ():
-    code = "from lipgan.cli.main import _default_run_dir; print(_default_run_dir(['a.gin']))"
+    code = "from lipgan.cli.run import _default_run_dir; print(_default_run_dir(['a.gin']))"
     names = [
         subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True

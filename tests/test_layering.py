@@ -60,9 +60,9 @@ def test_every_module_has_a_place_in_the_documented_layers():
     """docs/layout.md names every folder of lipgan and every module of the folders it lists module
     by module."""
     layout = (LIPGAN.parent / "docs" / "layout.md").read_text()
-    missing = [
-        f"{p.name}/" for p in sorted(LIPGAN.iterdir()) if (p / "__init__.py").exists()
-    ] + [str(p.relative_to(LIPGAN)) for p in sorted(LIPGAN.glob("*.py")) if p.name != "__init__.py"]
+    missing = [f"{p.name}/" for p in sorted(LIPGAN.iterdir()) if (p / "__init__.py").exists()] + [
+        str(p.relative_to(LIPGAN)) for p in sorted(LIPGAN.glob("*.py")) if p.name != "__init__.py"
+    ]
     missing = [m for m in missing if m not in layout]
     for folder in ("core", "run", "config", "cli"):
         section = layout[layout.index(f"\n{folder}/\n") :]
@@ -198,3 +198,116 @@ def test_the_training_loop_is_not_given_the_trainer():
     assert "lipgan.run.trainer" not in graph["lipgan.run.loop"]
     assert "lipgan.run.training_input" in graph["lipgan.run.loop"]
     assert "trainer" not in (LIPGAN / "run" / "loop.py").read_text().split('"""', 2)[2]
+
+
+# -- the folders' layers (docs/layout.md) ----------------------------------------------------------
+#: lipgan's folders (and top-level modules) from the bottom up: each may import its own layer's
+#: modules within itself and any lower layer, never a folder of its own layer or above.
+LAYERS = (
+    ("core",),
+    ("models", "data", "plots", "constraints.py", "strategies.py", "__init__.py"),
+    ("metrics",),
+    ("run", "bench"),
+    ("study",),
+    ("config",),
+    ("testing", "reproduce"),
+    ("cli",),
+)
+#: The longest chain of module imports allowed (issue 38: from 21 layers to at most 12).
+MAX_CHAIN = 12
+
+
+def folder_of(module: str) -> str:
+    """``lipgan.run.loop`` -> ``run``; ``lipgan.constraints`` -> ``constraints.py``."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "__init__.py"
+    if len(parts) == 2 and not (LIPGAN / parts[1]).is_dir():
+        return f"{parts[1]}.py"
+    return parts[1]
+
+
+def upward_imports(graph: dict[str, set[str]], layers=LAYERS) -> list[str]:
+    """``a -> b`` for each import of a module in a folder of the same or a higher layer (and
+    ``a: no layer`` for a folder the table does not place)."""
+    layer = {name: i for i, names in enumerate(layers) for name in names}
+    found = []
+    for module, targets in sorted(graph.items()):
+        here = folder_of(module)
+        if here not in layer:
+            found.append(f"{module}: no layer")
+            continue
+        for target in sorted(targets - {"lipgan"}):  # the package itself: every import runs it
+            there = folder_of(target)
+            if there != here and layer.get(there, len(layers)) >= layer[here]:
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def longest_chain(graph: dict[str, set[str]]) -> list[str]:
+    """The longest path of imports (modules, top first) in an acyclic ``graph``."""
+    best: dict[str, list[str]] = {}
+
+    def chain(module):
+        if module not in best:
+            below = [chain(t) for t in sorted(graph.get(module, ())) if t in graph]
+            best[module] = [module, *max(below, key=len, default=[])]
+        return best[module]
+
+    return max((chain(m) for m in sorted(graph)), key=len)
+
+
+def test_the_layer_check_sees_an_upward_import_and_the_chain_its_length():
+    graph = {
+        "lipgan.core.errors": set(),
+        "lipgan.core.engine": {"lipgan.core.errors"},
+        "lipgan.run.loop": {"lipgan.core.engine"},
+        "lipgan.run.trainer": {"lipgan.run.loop", "lipgan.bench.cases"},
+        "lipgan.bench.cases": {"lipgan.core.engine"},
+        "lipgan.models.mlp": {"lipgan.core.errors"},
+    }
+    assert upward_imports(graph) == ["lipgan.run.trainer -> lipgan.bench.cases"]
+    assert longest_chain(graph) == [
+        "lipgan.run.trainer",
+        "lipgan.bench.cases",
+        "lipgan.core.engine",
+        "lipgan.core.errors",
+    ]
+    graph["lipgan.core.engine"].add("lipgan.models.mlp")
+    assert "lipgan.core.engine -> lipgan.models.mlp" in upward_imports(graph)
+    assert len(longest_chain(graph)) == 5
+    assert upward_imports({"lipgan.newfolder.x": set()}) == ["lipgan.newfolder.x: no layer"]
+
+
+def test_no_folder_imports_a_folder_of_its_own_or_a_higher_layer():
+    """Function-level and TYPE_CHECKING imports count: they are arrows all the same."""
+    assert upward_imports(module_graph(type_checking=True)) == []
+
+
+def test_the_longest_import_chain_is_at_most_twelve_modules():
+    chain = longest_chain(module_graph(type_checking=True))
+    assert len(chain) <= MAX_CHAIN, " -> ".join(chain)
+
+
+def test_no_cli_command_imports_another():
+    """Each command module of lipgan/cli imports only the options they share; the group (main)
+    names the commands by import string (``COMMANDS``) and imports none of them."""
+    graph = module_graph(type_checking=True)
+    shared = {"lipgan.cli.options"}
+    offenders = [
+        f"{module} -> {target}"
+        for module, targets in sorted(graph.items())
+        if module.startswith("lipgan.cli.")
+        for target in sorted(targets)
+        if target.startswith("lipgan.cli.") and target not in shared
+    ]
+    assert offenders == []
+    from lipgan.cli.main import COMMANDS
+
+    modules = {path.partition(":")[0] for path in COMMANDS.values()}
+    on_disk = {
+        f"lipgan.cli.{p.stem}"
+        for p in (LIPGAN / "cli").glob("*.py")
+        if p.stem not in ("__init__", "main", "options")
+    }
+    assert modules == on_disk

@@ -255,6 +255,18 @@ def test_the_default_budget_is_each_configs_own_steps_and_every_row_the_study_ru
     assert binding["gradient_penalty:every=4"][-1] == "train.eval_every = 0"
 
 
+def test_each_data_sets_default_budget_is_its_shipped_configs_train_steps():
+    """The study reads no gin: its table of budgets (CONFIG_STEPS) says what the configs bind."""
+    from lipgan.config import gin_binding
+    from lipgan.core.plugins import load_registry
+    from lipgan.study.spec import CONFIG_STEPS, DATASETS
+
+    registry = load_registry().registry
+    assert set(CONFIG_STEPS) == set(DATASETS)
+    for dataset, (config, _) in DATASETS.items():
+        assert CONFIG_STEPS[dataset] == int(gin_binding.query([config], "train.steps", registry))
+
+
 @pytest.mark.slow
 def test_a_cell_sees_the_import_path_of_the_study_that_started_it(tmp_path, monkeypatch):
     """A cell is a child ``python -m`` started by lipgan.core.child_process: it imports from the

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from lipgan.config import cells
 from lipgan.core.errors import ConfigError
 from lipgan.study import cell as cell_module
 from lipgan.study.executors import Executor, LocalExecutor
@@ -28,7 +29,7 @@ def _older_run_dir(out):
 def test_the_cell_exits_with_its_own_status_and_writes_no_result(tmp_path, capsys):
     run_dir = _older_run_dir(tmp_path)
     (run_dir / "cell.json").write_text(json.dumps(CELL.as_dict()))
-    code = cell_module.main([str(run_dir / "cell.json"), str(run_dir)])
+    code = cells.main([str(run_dir / "cell.json"), str(run_dir)])
     assert code == cell_module.RUN_DIR_REFUSED
     assert not (run_dir / "result.json").exists()
     err = capsys.readouterr().err

@@ -1,7 +1,7 @@
 """What the ``lipgan`` commands share: click options, plugin discovery, config parsing, mock data.
 
-Kept apart from :mod:`lipgan.cli.main` (the group and ``run``) so the commands that read a run dir
-(:mod:`lipgan.cli.rundir`) use the same options and the same discovery without importing the group.
+Kept apart from :mod:`lipgan.cli.main` (the group) so that each command's module uses the same
+options and the same discovery without importing the group or another command.
 TensorFlow and gin are imported inside the functions, after the CLI has set TensorFlow's log level.
 """
 
@@ -57,6 +57,23 @@ def config_options(command):
         metavar="FILE",
         help=f"Gin config file or shipped config name (repeatable; default: {DEFAULT_CONFIG}).",
     )(command)
+
+
+def import_tensorflow(verbose: bool) -> None:
+    """Import TensorFlow once, hiding its C++ start-up chatter unless --verbose (:mod:`lipgan.core.quiet_tf`)."""
+    from lipgan.core import quiet_tf
+
+    quiet_tf.import_tensorflow(verbose)
+
+
+def tensorflow_after_checks(gin_files, bindings) -> None:
+    """The syntax of ``gin_files`` and ``bindings`` checked without TensorFlow (one line on an
+    error, :func:`lipgan.config.syntax.check_syntax`), then TensorFlow imported quietly as for every command."""
+    from lipgan.config.syntax import check_syntax
+
+    check_syntax(list(gin_files), list(bindings))
+    ctx = click.get_current_context()
+    import_tensorflow(bool(ctx.find_root().meta.get("lipgan.verbose")))
 
 
 def discover(disabled):

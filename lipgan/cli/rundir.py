@@ -1,10 +1,11 @@
-"""The commands that read a run dir: ``eval``, ``audit``, ``sample``, and ``run --resume DIR``.
+"""The commands that read a run dir: ``eval``, ``audit`` and ``sample`` (``run --resume DIR`` is
+:mod:`lipgan.cli.run`'s).
 
 Each rebuilds the run's :class:`lipgan.Trainer` from its one record, ``run.json``
 (:mod:`lipgan.config.rebuild`), whether ``lipgan run`` or a script made it, then restores its latest
 checkpoint. A dir that is not a run dir, holds no record, or was written by an older lipgan is
 one line. Evaluation and sampling run where the user is (the default strategy), not where the run
-trained (maybe a TPU); ``--resume`` keeps the run's strategy unless ``--strategy`` names another.
+trained (maybe a TPU).
 """
 
 from __future__ import annotations
@@ -15,74 +16,8 @@ from pathlib import Path
 
 import click
 
-from lipgan.cli.options import PATH, SEED, call, disable_option, discover, parse, with_strategy
+from lipgan.cli.options import PATH, SEED, call, disable_option, discover
 from lipgan.core.errors import ConfigError
-
-
-def resume(run_dir: Path, gin_files, bindings, strategy_name, force, quiet, disabled, mock_data):
-    """``lipgan run --resume DIR``: continue the run in DIR with its own config.
-
-    A CLI run parses its recorded gin config again (or the ``--gin`` files given instead), with
-    ``--bind`` after it, and trains through ``lipgan run``'s own call. A Python run is rebuilt from
-    its description and takes only ``train.steps`` and the intervals. ``--mock-data`` is honoured
-    as in a gin run, or refused in one line where the run's data is stored in DIR.
-    """
-    from lipgan.run.record import DifferentConfig
-
-    try:
-        return _resume(
-            run_dir, gin_files, bindings, strategy_name, force, quiet, disabled, mock_data
-        )
-    except DifferentConfig as exc:
-        # Its own advice would be "resume it with --resume", which is what was refused.
-        changed = "--gin and --bind" if gin_files else "--bind"
-        raise ConfigError(
-            f"--resume {run_dir}: the {changed} given change the run's settings ({exc.change()}); "
-            "a resumed run keeps them: bind only train.steps, train.checkpoint_input or the "
-            "intervals, train the change in a new --run-dir, or add --force to continue this "
-            "run with it (its record is kept as run-before-<step>.json)"
-        ) from None
-
-
-def _resume(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled, mock_data):
-    from lipgan.config import gin_binding as config
-    from lipgan.config import rebuild
-    from lipgan.run.progress import for_terminal
-
-    run_record = rebuild.read(run_dir, "--resume")
-    text = rebuild.gin_config(run_record)
-    if text is None:
-        if gin_files:
-            raise ConfigError(
-                f"--resume {run_dir}: written from Python (no gin config), so it takes no --gin; "
-                "extend it with --bind train.steps=N"
-            )
-        if mock_data:
-            rebuild.check_mock_data(run_dir, run_record)
-        registry = discover(disabled).registry
-        strategy = registry.get("strategy", strategy_name)() if strategy_name else None
-
-        def resume_python():
-            trainer, steps = rebuild.load(
-                run_dir, registry, resume=True, bound=bindings, strategy=strategy
-            )
-            return trainer.fit(steps, run_dir=run_dir, force=force, progress=for_terminal(quiet))
-
-        return call(resume_python, mock_data)
-    discovery = discover(disabled)
-    if gin_files:
-        parse(discovery, gin_files, bindings, strategy_name)
-    else:
-        config.parse_text(
-            text, with_strategy(discovery, bindings, strategy_name), discovery.registry
-        )
-    return call(
-        config.train_configured,
-        mock_data,
-        run_dir=run_dir,
-        force=force,
-        progress=for_terminal(quiet),
-    )
 
 
 def load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: bool = True):

@@ -199,11 +199,13 @@ def tune(
         shared=tuple(shared),
     )
     if bench:
+        from lipgan.config.cells import cell_trainer
         from lipgan.study import row_bench
 
         if len(report.final) < len(tuned.replicate_cells(spec, report.chosen)):
             raise click.UsageError("--bench needs the finished study (run it first)")
-        measured = row_bench.measure(spec, report.chosen, log=log)
+        rows = [c for c in tuned.replicate_cells(spec, report.chosen) if c.seed == 0]
+        measured = row_bench.measure(rows, build=cell_trainer, log=log)
         row_bench.write(Path(out), {**measured, "command": command})
         report = tuned.run_tune(
             spec, out, log=log, command=command, report_only=True, shared=tuple(shared)

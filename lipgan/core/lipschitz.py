@@ -27,7 +27,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from lipgan.models.activations import GroupSort
+#: The class attribute by which a parameter-free activation layer states its Lipschitz constant
+#: (GroupSort: 1.0). Read from the class itself, never inherited: a subclass may compute
+#: something else, and a layer this table does not know gets no constant.
+ACTIVATION_LIPSCHITZ = "activation_lipschitz"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,7 +136,8 @@ def activation_layer_lipschitz(layer) -> float | None:
 
     ``ReLU(threshold=t)`` with t != 0 jumps by t at x = t (from α·0 to t): it is not Lipschitz, so
     None. A ``max_value`` cap keeps ReLU 1-Lipschitz. GroupSort permutes its input on every linear
-    piece and is continuous: 1-Lipschitz in ℓ₂ (Anil et al. 2019; MaxMin is group size 2).
+    piece and is continuous: 1-Lipschitz in ℓ₂ (Anil et al. 2019; MaxMin is group size 2); it
+    says so itself (:data:`ACTIVATION_LIPSCHITZ`), so this table needs no import of the models.
     """
     if type(layer) is keras.layers.ReLU:
         if layer.threshold:
@@ -143,8 +147,9 @@ def activation_layer_lipschitz(layer) -> float | None:
         return _slope_lipschitz(layer.negative_slope)
     if isinstance(layer, keras.layers.Layer) and hasattr(layer, "pruned_negative_slope"):
         return _slope_lipschitz(layer.pruned_negative_slope)  # PrunedLeakyReLU
-    if type(layer) is GroupSort:
-        return 1.0
+    declared = vars(type(layer)).get(ACTIVATION_LIPSCHITZ)
+    if isinstance(layer, keras.layers.Layer) and declared is not None:
+        return float(declared)  # GroupSort (lipgan.models.activations)
     if type(layer) is keras.layers.Activation:
         return activation_fn_lipschitz(layer.activation)
     return None

@@ -45,6 +45,10 @@ def max_min(x):
 class GroupSort(keras.layers.Layer):
     """Sort the last (channel) axis within consecutive groups of ``group_size`` (ascending)."""
 
+    #: A permutation on every linear piece: 1-Lipschitz in ℓ₂ (read by
+    #: :func:`lipgan.core.lipschitz.activation_layer_lipschitz`, not inherited).
+    activation_lipschitz = 1.0
+
     def __init__(self, group_size: int = 2, **kwargs):
         super().__init__(**kwargs)
         if int(group_size) < 1:

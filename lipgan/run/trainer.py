@@ -55,6 +55,7 @@ from lipgan.core.train_state import TrainState
 from lipgan.data.adapt import data_factory as _data_factory
 from lipgan.metrics import evaluation
 from lipgan.run import description
+from lipgan.run.loggers import make_loggers
 from lipgan.run.loop import TrainingLoop
 from lipgan.run.settings import check_ranges, data_fingerprint, optimizer_settings, trainer_settings
 from lipgan.run.training_input import TrainingInput
@@ -436,18 +437,3 @@ class Trainer:
         if self.wgan.data_shape == (2,):
             real = evaluation.real_samples(self.data_factory, n, self.global_batch_size, self.seed)
         return evaluation.render(self.wgan, self.sample(n), real, title=f"step {self.step}")
-
-
-def make_loggers(names: Iterable[str], run_dir, chief: bool, settings: dict) -> list:
-    """The registered loggers ``names`` (one line for an unknown one), each given its view."""
-    from lipgan.core.logger import RunView
-    from lipgan.core.plugins import default_registry
-
-    if isinstance(names, str):
-        names = [names]
-    classes = [default_registry().get("logger", name) for name in dict.fromkeys(names)]
-    view = RunView(Path(run_dir) if run_dir is not None else None, chief, settings)
-    loggers = [cls() for cls in classes]
-    for logger in loggers:
-        logger.set_view(view)
-    return loggers

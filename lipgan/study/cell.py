@@ -1,8 +1,9 @@
-"""One study cell in its own process: ``python -m lipgan.study.cell CELL_JSON RUN_DIR``.
+"""One study cell in its own process (``python -m lipgan.config.cells CELL_JSON RUN_DIR``).
 
-Trains through the same call as ``lipgan run`` (:func:`lipgan.config.gin_binding.train_configured`: the gin
-root ``train``, a :class:`lipgan.Trainer` and its ``fit``; re-running on the run dir resumes from
-its checkpoint), takes the quality curve between compiled calls (:mod:`lipgan.study.curve`), then
+The process is the gin edge's (:mod:`lipgan.config.cells`): it turns the cell's SPEC into a
+:class:`lipgan.Trainer` and trains it through the same call as ``lipgan run`` (the gin root
+``train``; re-running on the run dir resumes from its checkpoint). This module, which imports no
+gin, is the rest: it takes the quality curve between compiled calls (:mod:`lipgan.study.curve`), then
 evaluates the trained models on the PacGAN protocol's 2,500 samples and writes ``result.json``
 (with the curve, and ``samples.npy`` for the study's scatter plots) in the run dir. gin only turns a
 cell's SPEC into a trainer: :func:`train_cell` measures a :class:`lipgan.Trainer` made from Python
@@ -27,6 +28,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -109,34 +111,6 @@ class Timing(Progress):
         return None, False
 
 
-def run_cell(cell: dict, run_dir: Path) -> dict:
-    """Train and measure a cell given as its JSON dict (gin files and bindings, :class:`Cell`)."""
-    from lipgan.config import gin_binding as config
-    from lipgan.core.plugins import load_registry
-    from lipgan.study.spec import Cell
-
-    threads = int(os.environ.get("LIPGAN_STUDY_THREADS", "0"))
-    if threads:
-        import tensorflow as tf
-
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
-    spec = Cell.from_dict(cell)
-    gin_files, bindings = spec.gin()
-    registry = load_registry().registry
-    # --steps shortens the run: stretch the config's learning-rate decay to match (bindings the
-    # user passed with --bind come last and still win).
-    schedule = config.stretched_schedules(gin_files, spec.steps, registry)
-    config.parse(gin_files, schedule + bindings, registry)
-    # `lipgan run`'s call (same settings, run dir checks, checkpoints, resume, gin record).
-    return measure(
-        lambda timing: config.train_configured(run_dir=run_dir, progress=timing),
-        run_dir,
-        eval_samples=spec.eval_samples,
-        eval_every=spec.eval_every,
-    )
-
-
 def train_cell(
     trainer,
     run_dir: Path,
@@ -146,7 +120,8 @@ def train_cell(
     eval_every: int = EVAL_EVERY,
 ) -> dict:
     """Train ``trainer`` (a :class:`lipgan.Trainer` made from Python objects) to ``steps`` in
-    ``run_dir`` and measure it as a study cell; the result :func:`run_cell` returns. No gin."""
+    ``run_dir`` and measure it as a study cell; the result
+    :func:`lipgan.config.cells.run_cell` returns. No gin."""
     return measure(
         lambda timing: trainer.fit(steps, run_dir=run_dir, progress=timing),
         Path(run_dir),
@@ -252,7 +227,10 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
 RUN_DIR_REFUSED = 3
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], run_cell: Callable[[dict, Path], dict]) -> int:
+    """The cell process: ``run_cell(cell, run_dir)`` (the gin edge's,
+    :func:`lipgan.config.cells.run_cell`) for ``argv = [CELL_JSON, RUN_DIR]``, its result (or
+    failure) written to ``RUN_DIR/result.json``; the exit status."""
     cell_file, run_dir = Path(argv[0]), Path(argv[1])
     if os.environ.get(ORPHAN_ENV):  # under Ray: stop (checkpoint) if the worker dies under us
         stop_when_orphaned(int(os.environ[ORPHAN_ENV]))
@@ -282,7 +260,3 @@ def main(argv: list[str]) -> int:
     tmp.write_text(json.dumps(result, indent=2, default=float))
     os.replace(tmp, run_dir / "result.json")
     return code
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

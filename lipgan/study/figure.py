@@ -259,8 +259,7 @@ def _median_samples(out: Path, results: list[dict]) -> tuple:
     are none, or ""). A tuned study's rows say whose run dir holds their samples
     (``samples_cell``, :func:`lipgan.study.tune_report.split_ema`): the run's, which are the
     EMA's, for the ``+EMA`` row; none kept for the raw row of a run with an EMA."""
-    from lipgan.study.runner import cell_dir
-    from lipgan.study.spec import Cell
+    from lipgan.study.spec import Cell, cell_dir
 
     median = _median_cell(results)
     if median is None:
@@ -273,14 +272,14 @@ def _median_samples(out: Path, results: list[dict]) -> tuple:
     return (np.load(path) if path.is_file() else None), seed, ""
 
 
-#: PacGAN4's row of :data:`lipgan.study.tables.PACGAN`, as a reference line's name.
+#: PacGAN4's row of :data:`lipgan.study.references.PACGAN`, as a reference line's name.
 PACGAN4 = "PacGAN4 (Lin et al. 2018)"
 
 
 def pacgan_level(dataset: str) -> dict:
     """{:data:`PACGAN4`: {key: mean_se}}: PacGAN4's published means (Lin et al. 2018, Table 1)
     on ``dataset``, a reference line; {} for a data set PacGAN did not report."""
-    from lipgan.study.tables import PACGAN
+    from lipgan.study.references import PACGAN
 
     for method, modes, hq, kl in PACGAN.get(dataset, []):
         if method == "PacGAN4":

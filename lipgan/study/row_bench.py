@@ -3,7 +3,7 @@
 A study's cells run for hours beside whatever else the machine does, so their own clocks do not
 compare rows (one GP cell took 1,315 s under load and 118 s on quiet cores). Here every chosen row
 (data set × constraint, its chosen config, EMA on as in the replicates) is built as a
-:class:`lipgan.Trainer` from the same gin a replicate uses, warmed up (tracing and compilation),
+:class:`lipgan.Trainer` from the same gin a replicate uses (by the caller's ``build``), warmed up (tracing and compilation),
 then timed in ``rounds`` rounds that visit the rows in turn, each round training ``iterations``
 more iterations per row; a row's figure is the median of its rounds. Interleaving puts every row
 under the same machine conditions; the median drops a round a background job disturbed.
@@ -18,21 +18,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+#: The measurement's file in the tuned study's dir (read back by :func:`lipgan.study.tune.load_bench`).
+BENCH_FILE = "bench.json"
+
 #: Rounds per row and iterations per round (a few seconds per row and round on a toy MLP).
 ROUNDS = 5
 ITERATIONS = 100
-
-
-def _trainer(cell):
-    """The Trainer a replicate cell trains, built (not trained) from its gin."""
-    from lipgan.config import gin_binding as config
-    from lipgan.core.plugins import load_registry
-
-    registry = load_registry().registry
-    gin_files, bindings = cell.gin()
-    schedule = config.stretched_schedules(gin_files, cell.steps, registry)
-    config.parse(gin_files, schedule + bindings, registry)
-    return config.build_trainer()
 
 
 def machine() -> str:
@@ -51,23 +42,25 @@ def machine() -> str:
 
 
 def measure(
-    spec,
-    chosen: dict,
+    cells: list,
     *,
+    build: Callable,
     rounds: int = ROUNDS,
     iterations: int = ITERATIONS,
     log: Callable[[str], None] | None = None,
 ) -> dict:
-    """``{'rows': [{'dataset', 'constraint', 'seconds_per_iteration', 'rounds'}], ...}``."""
+    """``{'rows': [{'dataset', 'constraint', 'seconds_per_iteration', 'rounds'}], ...}``.
+
+    One row per cell of ``cells`` (each chosen row's replicate of seed 0). ``build(cell)`` makes
+    the Trainer a replicate cell trains, untrained (the gin edge's
+    :func:`lipgan.config.cells.cell_trainer`)."""
     from lipgan.run.progress import Progress
-    from lipgan.study.tune import replicate_cells
 
     log = log or (lambda line: None)
     quiet = Progress(lambda line: None)
-    cells = [c for c in replicate_cells(spec, chosen) if c.seed == 0]
     trainers = []
     for cell in cells:
-        trainer = _trainer(cell)
+        trainer = build(cell)
         trainer.fit(iterations, progress=quiet)  # warm-up: tracing, compilation, first batches
         trainers.append(trainer)
         log(f"bench: built and warmed up {cell.dataset} {cell.constraint}")
@@ -92,8 +85,6 @@ def measure(
 
 
 def write(out: Path, bench: dict) -> Path:
-    from lipgan.study.tune import BENCH_FILE
-
     path = Path(out) / BENCH_FILE
     path.write_text(json.dumps(bench, indent=2))
     return path

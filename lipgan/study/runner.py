@@ -9,7 +9,7 @@ Layout of a study dir::
                                         (:mod:`lipgan.study.sessions`)
 
 A cell is finished when its ``result.json`` exists and records the same cell (status ok or failed);
-an unfinished cell is (re)started with ``python -m lipgan.study.cell``, which resumes its run dir
+an unfinished cell is (re)started with ``python -m lipgan.config.cells``, which resumes its run dir
 from the latest checkpoint as ``lipgan run`` does.
 """
 
@@ -32,7 +32,11 @@ from lipgan.core.errors import ConfigError, Interrupted
 from lipgan.run.interrupt import SIGNALS
 from lipgan.study import sessions
 from lipgan.study.cell import RUN_DIR_REFUSED
-from lipgan.study.spec import Cell, StudySpec, check_spec, dumps
+from lipgan.study.spec import Cell, StudySpec, cell_dir, check_spec, dumps
+
+#: The module a cell runs in, as a child process: the gin edge's, which parses the cell's config
+#: and trains it (:mod:`lipgan.config.cells`). Named, never imported: the study imports no gin.
+CELL_PROCESS = "lipgan.config.cells"
 
 
 def default_jobs() -> tuple[int, int]:
@@ -43,10 +47,6 @@ def default_jobs() -> tuple[int, int]:
     """
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, cores or 1), 1
-
-
-def cell_dir(out: Path, cell: Cell) -> Path:
-    return out / "runs" / cell.name
 
 
 def read_result(out: Path, cell: Cell) -> tuple[dict | None, str | None]:
@@ -182,7 +182,7 @@ class CellProcesses:
                     proc.send_signal(forward)
 
     def run(self, args: list[str], env: dict) -> subprocess.CompletedProcess | None:
-        """Run ``python -m lipgan.study.cell CELL_JSON RUN_DIR`` to its end, ``env`` overriding
+        """Run ``python -m lipgan.config.cells CELL_JSON RUN_DIR`` (:data:`CELL_PROCESS`) to its end, ``env`` overriding
         the variables of :func:`lipgan.core.child_process.environment`; None when a stop was
         requested first.
 
@@ -199,7 +199,7 @@ class CellProcesses:
                 if self.signum is not None:
                     return None
                 proc = child_process.start(
-                    "lipgan.study.cell", *args, env=env, cwd=os.getcwd(), start_new_session=True,
+                    CELL_PROCESS, *args, env=env, cwd=os.getcwd(), start_new_session=True,
                     stdout=output, stderr=subprocess.STDOUT,
                 )  # fmt: skip
                 self._live.add(proc)

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from lipgan.core.errors import ConfigError
 from lipgan.study import search
+from lipgan.study.row_bench import BENCH_FILE
 from lipgan.study.search import score
 from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES, Cell, config_steps, dumps
 
@@ -322,9 +323,6 @@ def run_tune(
     bench = bench if bench is not None else load_bench(out)
     paths = tune_report.write(out, spec, searched, chosen, final, command, log, bench, shared)
     return TuneReport(spec, searched, final, chosen, paths)
-
-
-BENCH_FILE = "bench.json"
 
 
 def load_bench(out: Path) -> dict | None:

@@ -27,6 +27,7 @@ import numpy as np
 from lipgan.study import report, search, sessions
 from lipgan.study.curve import NO_EMA
 from lipgan.study.figure import short_label
+from lipgan.study.references import PACGAN
 from lipgan.study.spec import dumps
 from lipgan.study.summary import (
     BEATS_WHAT,
@@ -38,7 +39,7 @@ from lipgan.study.summary import (
     summarize,
     uniform_reference,
 )
-from lipgan.study.tables import PACGAN, _fmt, _fmt_target, beats_text
+from lipgan.study.tables import _fmt, _fmt_target, beats_text
 
 SHARED = "shared config"
 

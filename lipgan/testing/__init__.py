@@ -16,7 +16,7 @@ function. Each check raises ``AssertionError`` saying which part of the contract
   constructor keyword can be bound in gin and reaches the instance;
 * penalty: ``None`` or a finite floating ``[b]`` tensor for a ``[b, ...]`` batch, with finite
   gradients with respect to the critic's weights. Shape and dtype are checked eagerly and at trace
-  time by the engine's own check (:func:`lipgan.core.engine.checked_penalty`), so the kit fails with the
+  time by the engine's own check (:func:`lipgan.core.step_guard.checked_penalty`), so the kit fails with the
   message a run would stop with;
 * replica invariance: penalty values and the all-reduced critic gradients
   (:meth:`lipgan.core.engine.WGAN.critic_gradients`) agree on 1 and 2 mirrored logical CPUs. TensorFlow

@@ -53,9 +53,9 @@ def check_gin_configurable(cls, kwargs=None) -> None:
 
 
 def _contract_penalty(constraint, penalty, real):
-    """The engine's check of a penalty (:func:`lipgan.core.engine.checked_penalty`) as an assertion."""
-    from lipgan.core.engine import checked_penalty
+    """The engine's check of a penalty (:func:`lipgan.core.step_guard.checked_penalty`) as an assertion."""
     from lipgan.core.errors import PluginError
+    from lipgan.core.step_guard import checked_penalty
 
     try:
         return checked_penalty(constraint, penalty, real)

@@ -1,0 +1,64 @@
+"""A study cell's gin: its SPEC turned into a trainer, and the process a cell runs in.
+
+A study cell is a shipped gin config plus bindings (:meth:`lipgan.study.spec.Cell.gin`). The study
+(:mod:`lipgan.study`) imports no gin: it starts each cell as ``python -m lipgan.config.cells
+CELL_JSON RUN_DIR`` (:data:`lipgan.study.runner.CELL_PROCESS`), and this module, at the gin edge,
+parses the cell's config and hands the training to :func:`lipgan.study.cell.measure`, which takes
+the curve, evaluates and writes ``result.json`` (:func:`lipgan.study.cell.main`). ``lipgan tune
+--bench`` builds its rows' trainers with :func:`cell_trainer`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from lipgan.config import gin_binding as config
+from lipgan.study import cell as study_cell
+from lipgan.study.spec import Cell
+
+
+def _parse(cell: Cell) -> None:
+    """Parse the cell's gin config and bindings into gin (the plugins discovered first)."""
+    from lipgan.core.plugins import load_registry
+
+    gin_files, bindings = cell.gin()
+    registry = load_registry().registry
+    # --steps shortens the run: stretch the config's learning-rate decay to match (bindings the
+    # user passed with --bind come last and still win).
+    schedule = config.stretched_schedules(gin_files, cell.steps, registry)
+    config.parse(gin_files, schedule + bindings, registry)
+
+
+def run_cell(cell: dict, run_dir: Path) -> dict:
+    """Train and measure a cell given as its JSON dict (gin files and bindings, :class:`Cell`)."""
+    threads = int(os.environ.get("LIPGAN_STUDY_THREADS", "0"))
+    if threads:
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    spec = Cell.from_dict(cell)
+    _parse(spec)
+    # `lipgan run`'s call (same settings, run dir checks, checkpoints, resume, gin record).
+    return study_cell.measure(
+        lambda timing: config.train_configured(run_dir=run_dir, progress=timing),
+        run_dir,
+        eval_samples=spec.eval_samples,
+        eval_every=spec.eval_every,
+    )
+
+
+def cell_trainer(cell: Cell):
+    """The Trainer a cell trains, built (not trained) from its gin."""
+    _parse(cell)
+    return config.build_trainer()
+
+
+def main(argv: list[str]) -> int:
+    return study_cell.main(argv, run_cell)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
