@@ -1,8 +1,9 @@
 """Print the speed targets next to the ratios measured in benchmarks/*/results.json.
 
-lipgan's default execution on one CPU replica (``train.jit_compile='auto'``, lipgan/core/jit.py) is XLA
-for the dense toy MLP and ``tf.function`` for the convolutional DCGAN (XLA measured ~4x slower for
-convolutions on CPU), with exact ReLU pruning (``fast_relu='auto'``), so "the default" below is the
+lipgan's default execution on one CPU replica (``train.jit_compile='auto'``, lipgan/core/jit.py) is
+XLA for the dense toy MLP and ``tf.function`` for the convolutional DCGAN (XLA measured ~4x slower
+for convolutions on CPU), with exact ReLU pruning (``fast_relu='auto'``), so "the default" below is
+the
 :data:`DEFAULT_MODE` row of the plain constraint name (tests/test_jit_resolution.py checks that
 ``'auto'`` resolves this way for both models); the keras-io baseline as users run it is its ``function`` row (Keras ``compile``
 defaults: ``jit_compile='auto'`` is off on CPU-only machines) and its ``xla`` row is

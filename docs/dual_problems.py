@@ -1,4 +1,5 @@
-"""The closed-form test beds of lipgan.testing.testbeds, every constraint × activation: prints docs tables.
+"""The closed-form test beds of lipgan.testing.testbeds, every constraint × activation: prints docs
+tables.
 
     python docs/dual_problems.py [--iterations 300] [--problem cone ...]
 

@@ -13,7 +13,8 @@ Each ``# %%`` block is one notebook cell (VS Code and Jupytext run them as cells
 4. ``evaluate()``, ``audit()`` and ``sample()`` from Python;
 5. ``lipgan eval / audit / sample`` on that run dir, and ``lipgan run --resume`` to train it on:
    the run dir describes itself (its record ``run.json`` holds the models' Keras configs and the
-   rest of the trainer, ``data/`` a copy of the data: ``lipgan/run/description.py``), no script needed;
+   rest of the trainer, ``data/`` a copy of the data: ``lipgan/run/description.py``), no script
+   needed;
 6. bad inputs, each refused with one line that says what to do.
 
 A custom layer works the same once it is registered (``@keras.saving.register_keras_serializable()``)

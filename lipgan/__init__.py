@@ -3,6 +3,11 @@
 Importing ``lipgan`` loads no plugin, parses no gin file and touches no device. The public names are
 resolved lazily, so ``import lipgan`` stays cheap for tools (the CLI, plugin managers) that only need
 the hook markers.
+
+The package is a stack of layers, each importing only the ones below it (docs/layout.md, checked
+by tests/test_layering.py): ``core`` (the plugin contract, the step, penalties, Lipschitz facts);
+``models``, ``data``, ``plots``; ``metrics``; ``run`` (Trainer, loop, run dir) and ``bench``;
+``study``; ``config`` (the gin edge); ``testing`` and ``reproduce``; ``cli`` on top.
 """
 
 from __future__ import annotations

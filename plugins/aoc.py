@@ -49,9 +49,9 @@ once, and the convolution keeps its 5x5 kernel (25 taps instead of 36). Stride 1
 BCOP (``c_mid = max(c_in, c_out)``, the same matrices). Measured: docs/plugins.md, "aoc".
 
 **Certificate.** :meth:`AOCConv2D.operator_norm_bound` is the audit's rule for convolutions
-(:func:`lipgan.core.lipschitz.conv_operator_norm_bound`, the DFT bound at the input size, never below
-the exact norm) on the kernel the layer computes with. After a projection every matrix ``M`` is
-within :data:`AOC_PROJECTION_TOLERANCE` of orthonormal (``‖I − MᵀM‖_F ≤ δ``) or was just stepped;
+(:func:`lipgan.core.lipschitz.conv_operator_norm_bound`, the DFT bound at the input size, never
+below the exact norm) on the kernel the layer computes with. After a projection every matrix ``M``
+is within :data:`AOC_PROJECTION_TOLERANCE` of orthonormal (``‖I − MᵀM‖_F ≤ δ``) or was just stepped;
 a projector with eigenvalues ≤ 1 + δ gives a block of norm ≤ 1 + 2δ, ``R`` a factor ≤ 1 + δ/2, so
 the 5x5 stride-2 conv (6 projectors) has norm ≤ (1 + 2δ)⁶(1 + δ/2) < 1 + 7e-5.
 """

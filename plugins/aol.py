@@ -4,10 +4,10 @@ A linear map ``W`` rescaled as ``W·D``, ``D = diag(Σⱼ |WᵀW|ᵢⱼ)^(−1/2
 (Theorem 1: ``D⁻² − WᵀW`` is diagonally dominant, hence PSD), and the rescaling is exact when ``W``
 is already orthogonal. Every Dense layer of the critic computes with its raw kernel rescaled per
 input unit this way. Every Conv2D layer uses the paper's convolutional form: the row sums are taken
-over the kernel's autocorrelation ``PᵀP`` (:func:`lipgan.core.reparametrized.conv_gram_row_sums`), one
-scale per input channel; it is valid for any stride, padding and dilation (a stride or padding only
-removes rows of the convolution's matrix). The rescaling is recomputed from the raw kernel at every
-call, gradients flow through it, and nothing is assigned, so replicas need no sync.
+over the kernel's autocorrelation ``PᵀP`` (:func:`lipgan.core.reparametrized.conv_gram_row_sums`),
+one scale per input channel; it is valid for any stride, padding and dilation (a stride or padding
+only removes rows of the convolution's matrix). The rescaling is recomputed from the raw kernel at
+every call, gradients flow through it, and nothing is assigned, so replicas need no sync.
 
 Dense kernels start orthogonal (as Björck's): AOL's rescaling is exact for an orthogonal kernel,
 so the critic starts with ‖∇D‖ near 1. With a random (He/Glorot) start each rescaled layer shrinks

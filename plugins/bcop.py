@@ -39,7 +39,8 @@ through it: ``2(t − 1)`` rounds of two products of ``[c, c/2]`` by ``[c, c_out
 the DCGAN critic that is independent of the batch and comparable to one layer's convolution of a
 batch of 64 (see ``benchmarks/RESULTS.md``). :meth:`BCOPConv2D.operator_norm_bound` bounds the
 assembled kernel's operator by the audit's rule for convolutions
-(:func:`lipgan.core.lipschitz.conv_operator_norm_bound`), so the certificate is computed, not assumed.
+(:func:`lipgan.core.lipschitz.conv_operator_norm_bound`), so the certificate is computed, not
+assumed.
 """
 
 from __future__ import annotations

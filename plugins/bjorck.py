@@ -30,12 +30,13 @@ the series of λ^(−1/2)), and order 1 maps every σ ≤ 2 into (0, 1]: σ²g(�
   that backpropagation already has). With the plain gradient instead, the optimizer keeps
   pushing the kernels off the manifold (a critic gains by scaling its weights up) and the
   projection keeps undoing it, and the kernels stay just under orthonormal (docs/plugins.md,
-  "Constructions vs penalties", on the fixed pair of ``lipgan.testing.testbeds``). The step is taken as it is when ``1 + ‖I − WᵀW‖_F`` (a bound on the largest
-  squared singular value) is at most 3.9; beyond that ``W`` is first scaled down by the largest
-  absolute row sum of its Gram matrix, so the step's result has σ ≤ 1 whatever the optimizer did.
-  The critic that is trained, saved and evaluated is therefore the certified one; nothing else
-  is kept. The new kernel is replica 0's on every replica (an all-reduce, as spectral norm's ``u``),
-  so the replicas' copies cannot drift apart. A step is skipped when ‖I − WᵀW‖_F is already below
+  "Constructions vs penalties", on the fixed pair of ``lipgan.testing.testbeds``). The step is taken
+  as it is when ``1 + ‖I − WᵀW‖_F`` (a bound on the largest squared singular value) is at most 3.9;
+  beyond that ``W`` is first scaled down by the largest absolute row sum of its Gram matrix, so the
+  step's result has σ ≤ 1 whatever the optimizer did. The critic that is trained, saved and
+  evaluated is therefore the certified one; nothing else is kept. The new kernel is replica 0's on
+  every replica (an all-reduce, as spectral norm's ``u``), so the replicas' copies cannot drift
+  apart. A step is skipped when ‖I − WᵀW‖_F is already below
   :data:`PROJECTION_TOLERANCE` (σ ≤ 1 + 5e-5), so a converged kernel is left exactly as it is. A
   loop of one's own (not lipgan's engine) must call ``after_update`` after each optimizer step,
   as for ``weight_clip``; ``lipschitz_bound`` reports what it gets if not.

@@ -13,7 +13,8 @@ losses only see score *differences*, so without it the critic's output may drift
 ``gradient_penalty * (wgan_lambda / (wgan_target**2))``) and TF-GAN
 (``tfgan.losses.wasserstein_gradient_penalty(target=...)``, which divides the slopes by the target).
 λ then weighs the same *relative* violation whatever γ, and γ = 1 is WGAN-GP unchanged (the
-earlier form without 1/γ²: CHANGELOG.md). On the fixed pair (:mod:`lipgan.testing.testbeds`), the optimum is ‖∇D‖ = γ + dγ²/(2λ).
+earlier form without 1/γ²: CHANGELOG.md). On the fixed pair (:mod:`lipgan.testing.testbeds`), the
+optimum is ‖∇D‖ = γ + dγ²/(2λ).
 
 Two speed-ups. ``fast_relu`` swaps the critic's (Leaky)ReLUs for ones that declare their second
 derivative zero (exact; see ``lipgan.core.pruned_relu``): ``'auto'`` (default) does it whenever

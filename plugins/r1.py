@@ -6,8 +6,9 @@ norm: it pushes the gradient at real data to zero. ‖∇D‖² is taken as the 
 ``per_example_gradient_norm`` (whose 1e-12 guard only matters for the square root it undoes).
 
 R1 does not make the critic 1-Lipschitz, so the engine's ``wasserstein`` metric is only a critic gap
-E D(real) − E D(fake) under it, not a W1 estimate: on the fixed pair of :mod:`lipgan.testing.testbeds`
-(true W1 = 3) it ends far below 3 (``docs/plugins.md``, "What the ``wasserstein`` metric means").
+E D(real) − E D(fake) under it, not a W1 estimate: on the fixed pair of
+:mod:`lipgan.testing.testbeds` (true W1 = 3) it ends far below 3 (``docs/plugins.md``, "What the
+``wasserstein`` metric means").
 """
 
 import tensorflow as tf

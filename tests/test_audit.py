@@ -1,4 +1,5 @@
-"""lipgan.metrics.audit: the Jacobian lower bound against closed forms, bounds in order, the CLI command."""
+"""lipgan.metrics.audit: the Jacobian lower bound against closed forms, bounds in order, the CLI
+command."""
 
 import json
 

@@ -74,7 +74,8 @@ def test_bench_smoke(tmp_path):
         r for r in records if r["constraint"] == "none" and r["measurement"] == "critic_step"
     )
     assert none_step["flops_per_call"] > 0 and none_step["time_ratio_vs_none"] == pytest.approx(1.0)
-    # No --mode: the default 'auto' row names what it resolved to (lipgan.core.jit, as `lipgan run`).
+    # No --mode: the default 'auto' row names what it resolved to (lipgan.core.jit, as `lipgan
+    # run`).
     assert re.search(
         r"\| default \| toy \| 8 \| auto → (xla|function) \|", (out / "results.md").read_text()
     )
@@ -165,7 +166,8 @@ def test_auto_mode_names_what_it_resolved_to():
 
 @pytest.mark.slow
 def test_bench_defaults_to_what_lipgan_run_does(tmp_path):
-    """No --mode: train.jit_compile='auto', resolved by lipgan.core.jit as the engine resolves it for
+    """No --mode: train.jit_compile='auto', resolved by lipgan.core.jit as the engine resolves it
+    for
     each model (on CPU: XLA for the dense toy MLP, tf.function for the convolutional DCGAN)."""
     import tensorflow as tf
 

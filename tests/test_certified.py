@@ -423,7 +423,8 @@ def test_bench_measures_bjorck_on_both_models_and_skips_a_refused_critic(tmp_pat
 @pytest.mark.slow
 @pytest.mark.parametrize("problem", ["absolute_value", "cone"])
 def test_groupsort_bjorck_expresses_the_lnets_potentials_that_norm_bound_relu_cannot(problem):
-    """δ₀ against N(0, I) (``lipgan.testing.testbeds``): the optimal critic is −|x| (1-D) or −‖x‖ (2-D).
+    """δ₀ against N(0, I) (``lipgan.testing.testbeds``): the optimal critic is −|x| (1-D) or −‖x‖
+    (2-D).
 
     A MaxMin critic with Björck-orthonormal layers reaches W1 from below (its gap is a certified
     lower bound: never above the sample's exact W1) and at least as tightly as the gradient

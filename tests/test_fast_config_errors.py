@@ -1,6 +1,6 @@
-"""A config's syntax error is answered before TensorFlow is imported (lipgan.config.syntax.check_syntax): the
-same one line as the full parse, from a process that never loads TensorFlow (what makes it fast,
-checked by what was imported, not by a clock)."""
+"""A config's syntax error is answered before TensorFlow is imported
+(lipgan.config.syntax.check_syntax): the same one line as the full parse, from a process that never
+loads TensorFlow (what makes it fast, checked by what was imported, not by a clock)."""
 
 import json
 import subprocess

@@ -20,8 +20,8 @@ def test_auto_compiles_on_one_device_and_false_never_does():
 
 
 def test_auto_keeps_tf_function_for_convolutional_models_on_cpu():
-    # Measured (lipgan/core/jit.py docstring, benchmarks/dcgan_iteration): XLA's CPU convolutions made the
-    # DCGAN GP iteration ~4x slower, while the MLP critic is as fast or faster with XLA.
+    # Measured (lipgan/core/jit.py docstring, benchmarks/dcgan_iteration): XLA's CPU convolutions
+    # made the DCGAN GP iteration ~4x slower, while the MLP critic is as fast or faster with XLA.
     strategy = tf.distribute.get_strategy()
     mlp = (mlp_critic((2,)), mlp_generator((2,)))
     dcgan = (dcgan_critic((32, 32, 3)), dcgan_generator((32, 32, 3)))

@@ -96,8 +96,8 @@ def _runtime_nodes(tree: ast.AST, type_checking: bool = False):
 
 
 def module_graph(root: Path = LIPGAN, type_checking: bool = False) -> dict[str, set[str]]:
-    """``{'lipgan.run.trainer': {'lipgan.run.loop', ...}}``: which lipgan modules each one imports, at any
-    depth (function-level imports included; ``if TYPE_CHECKING:`` blocks left out unless
+    """``{'lipgan.run.trainer': {'lipgan.run.loop', ...}}``: which lipgan modules each one imports,
+    at any depth (function-level imports included; ``if TYPE_CHECKING:`` blocks left out unless
     ``type_checking``)."""
     modules = {}
     for path in root.rglob("*.py"):

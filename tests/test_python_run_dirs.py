@@ -1,6 +1,6 @@
 """Run dirs written from Python describe themselves (run.json's rebuild section,
-lipgan/run/description.py; read by lipgan/config/rebuild.py), so the CLI's eval/sample/audit/run --resume work
-on them; Trainer.audit; the run's summary line; the ReLU hint
+lipgan/run/description.py; read by lipgan/config/rebuild.py), so the CLI's eval/sample/audit/run
+--resume work on them; Trainer.audit; the run's summary line; the ReLU hint
 for certified constraints; no XLA Assert noise from lipgan's compiled step."""
 
 import json

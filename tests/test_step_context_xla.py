@@ -24,7 +24,8 @@ def test_draws_match_eager_graph_and_xla():
 
 
 def test_tensorflows_own_stateless_ops_are_not_xla_invariant():
-    """Why lipgan.core.rng exists: with a computed seed, XLA's stateless_uniform differs from the kernel's."""
+    """Why lipgan.core.rng exists: with a computed seed, XLA's stateless_uniform differs from the
+    kernel's."""
 
     def draw(x):
         seed = tf.stack([x * 2654435761 + 17, x])

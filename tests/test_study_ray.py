@@ -285,8 +285,9 @@ time.sleep(600)
 
 
 def test_an_orphaned_cell_sends_itself_exactly_one_sigterm(tmp_path):
-    """What a cell under Ray does when its worker is killed (lipgan.run.interrupt.stop_when_orphaned):
-    one SIGTERM, the graceful stop; a second one would mean "abort without a checkpoint"."""
+    """What a cell under Ray does when its worker is killed
+    (lipgan.run.interrupt.stop_when_orphaned): one SIGTERM, the graceful stop; a second one would
+    mean "abort without a checkpoint"."""
     import subprocess
 
     record = tmp_path / "record"

@@ -1,5 +1,5 @@
-"""What the benchmark times, built on the engine's own code (:class:`lipgan.core.engine.WGAN`), so the
-figures are what ``lipgan run`` users get; each is a :class:`lipgan.bench.timing.Case`:
+"""What the benchmark times, built on the engine's own code (:class:`lipgan.core.engine.WGAN`), so
+the figures are what ``lipgan run`` users get; each is a :class:`lipgan.bench.timing.Case`:
 
 * ``penalty``: ``constraint.penalty`` and its gradient w.r.t. the critic (fake = reversed real batch,
   so no generator cost), inside ``strategy.run``;

@@ -12,9 +12,9 @@ import dataclasses
 from lipgan.core.errors import ConfigError
 
 MODES = ("auto", "eager", "function", "xla", "auto+bf16", "function+bf16", "xla+bf16")
-# "auto": what ``lipgan run`` does, train.jit_compile='auto' (lipgan/core/jit.py: XLA for dense critics on
-# one CPU/GPU replica, tf.function for convolutional ones on CPU); each record's ``resolved_mode``
-# says which it became.
+# "auto": what ``lipgan run`` does, train.jit_compile='auto' (lipgan/core/jit.py: XLA for dense
+# critics on one CPU/GPU replica, tf.function for convolutional ones on CPU); each record's
+# ``resolved_mode`` says which it became.
 # "+bf16": train.mixed_precision="mixed_bfloat16" (bf16 compute, float32 variables; the engine
 # keeps GP norms and losses in float32). Worth it on CPUs with native bf16 (avx512_bf16, AMX).
 

@@ -129,8 +129,9 @@ def cli(ctx: click.Context, verbose: bool) -> None:
 
 
 def _notices_as_lines() -> None:
-    """Print lipgan's notices (:class:`lipgan.core.errors.LipganWarning`) as their one line on stderr,
-    not as Python's ``file:line: Category: message`` and source line; other warnings as usual."""
+    """Print lipgan's notices (:class:`lipgan.core.errors.LipganWarning`) as their one line on
+    stderr, not as Python's ``file:line: Category: message`` and source line; other warnings as
+    usual."""
     import warnings
 
     from lipgan.core.errors import LipganWarning

@@ -60,7 +60,8 @@ def config_options(command):
 
 
 def import_tensorflow(verbose: bool) -> None:
-    """Import TensorFlow once, hiding its C++ start-up chatter unless --verbose (:mod:`lipgan.core.quiet_tf`)."""
+    """Import TensorFlow once, hiding its C++ start-up chatter unless --verbose
+    (:mod:`lipgan.core.quiet_tf`)."""
     from lipgan.core import quiet_tf
 
     quiet_tf.import_tensorflow(verbose)
@@ -68,7 +69,8 @@ def import_tensorflow(verbose: bool) -> None:
 
 def tensorflow_after_checks(gin_files, bindings) -> None:
     """The syntax of ``gin_files`` and ``bindings`` checked without TensorFlow (one line on an
-    error, :func:`lipgan.config.syntax.check_syntax`), then TensorFlow imported quietly as for every command."""
+    error, :func:`lipgan.config.syntax.check_syntax`), then TensorFlow imported quietly as for
+    every command."""
     from lipgan.config.syntax import check_syntax
 
     check_syntax(list(gin_files), list(bindings))
@@ -116,7 +118,8 @@ def call(fn, mock_data: bool, **kwargs):
 
 
 def summarize(state, run_dir, quiet: bool) -> None:
-    """The run's last line: its last evaluation (:func:`lipgan.metrics.evaluation.summary_line`) and where
+    """The run's last line: its last evaluation (:func:`lipgan.metrics.evaluation.summary_line`) and
+    where
     its samples picture is, or with --quiet the run dir alone."""
     from lipgan.metrics.evaluation import summary_line
     from lipgan.run.rundir import SAMPLES

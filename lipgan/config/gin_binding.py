@@ -3,7 +3,8 @@
 Library code never calls gin. :func:`register_configurables` exposes the root ``train``, the data and
 model factories, the Keras optimizers (scoped ``critic/`` and ``generator/`` in the shipped configs) and
 every registered plugin class; :func:`parse` reads files and ``--bind`` strings and turns gin's
-multi-line exceptions into one-line :class:`~lipgan.core.errors.ConfigError` messages with file and line.
+multi-line exceptions into one-line :class:`~lipgan.core.errors.ConfigError` messages with file and
+line.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 unknown name and what is known, the include that is missing or loops.
 
 gin's exceptions are multi-line and name its internals (``<ast.Name object at ...>``); the CLI
-prints one line that says what to do. Kept apart from :mod:`lipgan.config.gin_binding` (the gin binding) because
-none of this calls gin: it reads the text of gin's exceptions and of the config files.
+prints one line that says what to do. Kept apart from :mod:`lipgan.config.gin_binding` (the gin
+binding) because none of this calls gin: it reads the text of gin's exceptions and of the config
+files.
 """
 
 from __future__ import annotations

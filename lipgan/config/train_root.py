@@ -7,8 +7,9 @@ the fields of :class:`lipgan.StepConfig` (``train.n_critic``, ``train.seed``...)
 (``run_dir``, ``force``, ``callbacks``...). :data:`train`'s signature is built from them, so gin
 checks binding names and records defaults (the operative config in ``run.json``) from the same
 source, and a new field is a new binding with nothing else to edit. This module does not import
-gin (the CLI's gin config is added to the run's record by :class:`lipgan.config.gin_binding.GinRecord`, a fit
-callback). Named for the gin root it defines: "run" is the command and the run dir.
+gin (the CLI's gin config is added to the run's record by
+:class:`lipgan.config.gin_binding.GinRecord`, a fit callback). Named for the gin root it defines:
+"run" is the command and the run dir.
 """
 
 from __future__ import annotations

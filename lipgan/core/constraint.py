@@ -143,11 +143,13 @@ class Constraint(Named):
     keyword arguments become gin parameters: ``gradient_penalty.weight = 10.0``.
 
     A constraint that ``lipgan tune`` may search declares its ranges in ``search_space``
-    (parameter -> range, :mod:`lipgan.core.search_space`), and gin bindings every searched config gets
-    unchanged in ``search_fixed``; without a ``search_space`` the tuner leaves it out and says so.
+    (parameter -> range, :mod:`lipgan.core.search_space`), and gin bindings every searched config
+    gets unchanged in ``search_fixed``; without a ``search_space`` the tuner leaves it out and says
+    so.
     """
 
-    #: Parameter -> range for ``lipgan tune`` (None: not tunable). See :mod:`lipgan.core.search_space`.
+    #: Parameter -> range for ``lipgan tune`` (None: not tunable).
+    #: See :mod:`lipgan.core.search_space`.
     search_space: ClassVar[Mapping | None] = None
     #: Gin bindings every searched config of this constraint gets unchanged.
     search_fixed: ClassVar[tuple[str, ...]] = ()

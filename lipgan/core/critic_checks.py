@@ -28,17 +28,17 @@ def sublayers(model) -> list:
 def warn_if_batch_norm(critic, constraint_name: str) -> bool:
     """Warn when a WGAN critic contains BatchNormalization; return whether it did.
 
-    The engine (:class:`lipgan.core.engine.WGAN`) calls this once at build time for every constraint.
-    Batch norm makes the critic a function of the batch, not of each example, and in lipgan three
-    different functions then meet in one step: the critic loss calls the critic once on
+    The engine (:class:`lipgan.core.engine.WGAN`) calls this once at build time for every
+    constraint. Batch norm makes the critic a function of the batch, not of each example, and in
+    lipgan three different functions then meet in one step: the critic loss calls the critic once on
     ``concat(real, fake)`` with ``training=True`` (batch statistics of the mixed batch), while the
     penalties and the generator call it with ``training=False`` (moving averages). The gradient
     that is penalized is not the gradient of the function that is trained, and a per-example
     penalty on ‖∇ₓD(x)‖ has no meaning when D(x) depends on the other examples. Measured on a BN
     critic: the critic gap is 1.131 on the concatenated batch, 0.169 with separate
     real and fake calls and 0.890 in inference mode, three answers for one critic (on the fixed
-    pair of :mod:`lipgan.testing.testbeds` under GP: 65.2, 0.02 and 4.6 with ‖∇D‖ 2.5, against 3.40 all
-    three ways and ‖∇D‖ 1.13 with layer norm; ``docs/plugins.md``). Layer norm
+    pair of :mod:`lipgan.testing.testbeds` under GP: 65.2, 0.02 and 4.6 with ‖∇D‖ 2.5, against 3.40
+    all three ways and ‖∇D‖ 1.13 with layer norm; ``docs/plugins.md``). Layer norm
     normalizes each example on its own, so it has none of these problems: it is the normalization
     lipgan supports in critics (Gulrajani et al. 2017, Sec. 4, "use layer normalization or none").
     """
@@ -68,8 +68,9 @@ def hint_if_relu(critic, constraint_name: str) -> bool:
     a network with norm-constrained weights and ReLU (or leaky ReLU) activations loses gradient
     norm wherever a unit is off, so it cannot keep ‖∇D‖ = 1 and cannot represent the optimal
     WGAN critic even when it is certified 1-Lipschitz; GroupSort (MaxMin) activations preserve
-    the gradient norm. ``bjorck`` and ``aol`` (:class:`lipgan.core.reparametrized.KernelConstruction`)
-    call this at build time. Returns whether the critic has such activations.
+    the gradient norm. ``bjorck`` and ``aol``
+    (:class:`lipgan.core.reparametrized.KernelConstruction`) call this at build time. Returns
+    whether the critic has such activations.
     """
     from lipgan.core.lipschitz import relu_layer_slope, relu_slope
 

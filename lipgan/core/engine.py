@@ -364,8 +364,8 @@ class WGAN:
     def run(self, iterator, num_iterations: int) -> dict:
         """Run ``num_iterations`` iterations; the metrics of the last one.
 
-        Raises :class:`~lipgan.core.errors.NonFiniteLossError` naming the term when an iteration saw a
-        NaN/Inf (the loop stops there; :meth:`run_checked` returns the details instead).
+        Raises :class:`~lipgan.core.errors.NonFiniteLossError` naming the term when an iteration saw
+        a NaN/Inf (the loop stops there; :meth:`run_checked` returns the details instead).
         """
         result = self.run_checked(iterator, num_iterations)
         bad = result.first_nonfinite()

@@ -4,7 +4,8 @@ Four parts of lipgan need to know how Lipschitz a piece of a critic is, and they
 
 * the general upper bound of the diagnostics and the audit (:func:`lipschitz_upper_bound`, reported
   as ``diag/lipschitz_upper_bound`` and by ``lipgan audit``);
-* the certified constructions (``bjorck``, ``aol``: :func:`lipgan.core.reparametrized.chain_lipschitz_bound`
+* the certified constructions (``bjorck``, ``aol``:
+:func:`lipgan.core.reparametrized.chain_lipschitz_bound`
   multiplies their layers' bounds by the activations' constants from here);
 * the exact ReLU pruning (:mod:`lipgan.core.pruned_relu` asks :func:`relu_slope` and
   :func:`relu_layer_slope` which activations are (leaky) ReLUs it can replace);

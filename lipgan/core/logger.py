@@ -4,9 +4,10 @@ A logger is a :class:`lipgan.Callback` with a ``name``, registered by a plugin
 (``lipgan_register_loggers``) and switched on by name: ``lipgan run --logger NAME`` or
 ``Trainer.fit(loggers=["NAME"])``. None is on by default. It sees what a callback sees (every
 logged row, evaluation, checkpoint) and only observes. A logger that needs a package the user has
-not installed raises :class:`lipgan.core.errors.ConfigError` with one line from its constructor, before
-training starts. The built-in ``csv`` logger (``plugins/csv_logger.py``) registers through the same
-hook; ``examples/lipgan-example-logger`` is an MLflow logger packaged as a third party would.
+not installed raises :class:`lipgan.core.errors.ConfigError` with one line from its constructor,
+before training starts. The built-in ``csv`` logger (``plugins/csv_logger.py``) registers through
+the same hook; ``examples/lipgan-example-logger`` is an MLflow logger packaged as a third party
+would.
 """
 
 from __future__ import annotations

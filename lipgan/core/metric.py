@@ -1,7 +1,8 @@
 """The Metric base class and :class:`EvalData`, what every metric is computed from.
 
 ``lipgan eval``, a run's periodic evaluation, and the study and tune reports all measure a
-generator the same way: :func:`lipgan.metrics.evaluation.evaluate` draws the samples once, builds one
+generator the same way: :func:`lipgan.metrics.evaluation.evaluate` draws the samples once, builds
+one
 :class:`EvalData`, and asks every registered metric (``lipgan_register_metrics``) that
 :meth:`Metric.applies` to it, or the ones named (``lipgan eval --metric NAME``), for its values.
 The built-ins (``plugins/metrics.py``) register through the same hook as a third party's.

@@ -14,8 +14,8 @@ on the penalty gradients.
 ``activation`` of a Dense/Conv layer, in nested models too) replaced by these, and copies the weights
 without touching Keras' global RNG (so the same seed gives the same generator with or without
 pruning). Activations are recognized by **identity**, never by name, from the one table of
-activation facts (:mod:`lipgan.core.lipschitz`, :func:`~lipgan.core.lipschitz.relu_slope`): Keras' own
-``relu`` / ``leaky_relu`` functions (``keras.activations``, ``keras.ops``, ``tf.nn``) and the
+activation facts (:mod:`lipgan.core.lipschitz`, :func:`~lipgan.core.lipschitz.relu_slope`): Keras'
+own ``relu`` / ``leaky_relu`` functions (``keras.activations``, ``keras.ops``, ``tf.nn``) and the
 ``ReLU`` (plain: no ``max_value``, no ``threshold``) / ``LeakyReLU`` layers. A user function that
 happens to be called ``relu`` is left alone. Replacing only some activations is still exact: each
 replaced one has the same value and first derivative, and its true second derivative is zero; every
@@ -80,7 +80,8 @@ class PrunedLeakyReLU(keras.layers.Layer):
 
     @property
     def pruned_negative_slope(self) -> float:
-        """Read by :mod:`lipgan.core.lipschitz`: a pruned (leaky) ReLU layer, max(1, |slope|)-Lipschitz."""
+        """Read by :mod:`lipgan.core.lipschitz`: a pruned (leaky) ReLU layer, max(1,
+        |slope|)-Lipschitz."""
         return self.negative_slope
 
     def call(self, x):

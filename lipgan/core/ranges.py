@@ -2,10 +2,10 @@
 
 One table for both entry points: :class:`lipgan.Trainer` checks its optimizers' Keras configs,
 ``lipgan run`` checks the gin bindings (``--bind 'critic/linear_decay.initial_learning_rate=-5e-4'``)
-in :func:`lipgan.config.gin_binding.check_finite`. The run's own integer and boolean settings are checked where
-they are defined (:class:`lipgan.StepConfig`, :class:`lipgan.Intervals`, :meth:`lipgan.Trainer.fit`)
-with :func:`check_int` and :func:`check_bool`, so Python and gin get the same one-line error. No
-TensorFlow import: the CLI checks before building anything.
+in :func:`lipgan.config.gin_binding.check_finite`. The run's own integer and boolean settings are
+checked where they are defined (:class:`lipgan.StepConfig`, :class:`lipgan.Intervals`,
+:meth:`lipgan.Trainer.fit`) with :func:`check_int` and :func:`check_bool`, so Python and gin get the
+same one-line error. No TensorFlow import: the CLI checks before building anything.
 """
 
 from __future__ import annotations

@@ -251,8 +251,9 @@ def chain_lipschitz_bound(critic: keras.Model) -> float | None:
 
     None when the critic is not Sequential or has a layer that is neither a
     :class:`KernelReparametrization`, a layer with its own certificate (a ``lipschitz_bound()``
-    method: :func:`lipgan.core.lipschitz.own_lipschitz_bound`), an isometry (flatten, reshape) nor an
-    activation of known Lipschitz constant (:func:`lipgan.core.lipschitz.activation_layer_lipschitz`).
+    method: :func:`lipgan.core.lipschitz.own_lipschitz_bound`), an isometry (flatten, reshape) nor
+    an activation of known Lipschitz constant
+    (:func:`lipgan.core.lipschitz.activation_layer_lipschitz`).
     """
     if not isinstance(critic, keras.Sequential):
         return None

@@ -316,8 +316,8 @@ class ResidualConstruction(KernelConstruction):
     * every other layer is copied (activations, Flatten: their constants enter the bound).
 
     Functional critics (``resnet_critic``) are refused in one line. The certified bound is the
-    product along the chain (:func:`lipgan.core.reparametrized.chain_lipschitz_bound`, which asks each
-    residual layer's :meth:`~_Residual.lipschitz_bound`).
+    product along the chain (:func:`lipgan.core.reparametrized.chain_lipschitz_bound`, which asks
+    each residual layer's :meth:`~_Residual.lipschitz_bound`).
     """
 
     #: "sll" or "cpl" (the subclass's layer kind).

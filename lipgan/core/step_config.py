@@ -23,8 +23,9 @@ class StepConfig:
     """The static parameters of the step (changing any of them means a new compiled function).
 
     The one definition of these settings and their defaults: ``lipgan run``'s ``train.n_critic``
-    etc. are these fields (:mod:`lipgan.config.train_root` builds the gin root from them). The defaults are
-    Gulrajani et al. 2017's toy setup (batch 256, 5 critic updates per generator update).
+    etc. are these fields (:mod:`lipgan.config.train_root` builds the gin root from them). The
+    defaults are Gulrajani et al. 2017's toy setup (batch 256, 5 critic updates per generator
+    update).
 
     Args:
         global_batch_size: examples per step over all replicas; must be divisible by the replica
@@ -80,9 +81,10 @@ class Intervals:
     """What the host loop does between compiled calls, and how often (in steps; 0 = never).
 
     The one definition of these settings and their defaults (``lipgan run``'s ``train.log_every``
-    etc. are these fields, :mod:`lipgan.config.train_root`). None of these change what a step computes, so they may change when a run is resumed.
-    ``steps_per_execution`` is how many iterations one compiled call runs (the host loop that keeps
-    TPUs busy); each call still ends on the next interval boundary.
+    etc. are these fields, :mod:`lipgan.config.train_root`). None of these change what a step
+    computes, so they may change when a run is resumed. ``steps_per_execution`` is how many
+    iterations one compiled call runs (the host loop that keeps TPUs busy); each call still ends on
+    the next interval boundary.
 
     Args:
         log_every: iterations between two rows of ``metrics.jsonl`` (>= 1).

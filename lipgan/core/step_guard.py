@@ -14,8 +14,10 @@ import tensorflow as tf
 
 from lipgan.core.errors import PluginError
 
-#: What the non-finite guard watches in each critic update, then in the generator update, in the order
-#: they are computed. ``critic loss`` is the Wasserstein term alone, so a NaN penalty is blamed on the
+#: What the non-finite guard watches in each critic update, then in the generator update, in the
+#: order
+#: they are computed. ``critic loss`` is the Wasserstein term alone, so a NaN penalty is blamed on
+#: the
 #: penalty, and a gradient is blamed only when the values it came from were finite. The weights are
 #: checked after each update too: finite gradients times a huge learning rate overflow them, and
 #: weights are what a checkpoint keeps (an Inf generator was once kept as "the last good one").

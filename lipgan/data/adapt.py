@@ -128,7 +128,8 @@ def data_factory(data, data_key: str | None = None) -> Callable:
     """``(global_batch_size, seed) -> tf.data.Dataset`` of global batches, from what the user gave
     (datasets of dicts, batched datasets, arrays and dtypes are adapted by :func:`examples`).
 
-    :class:`lipgan.Trainer`'s ``data``, and a run dir's data snapshot (:mod:`lipgan.run.description`)."""
+    :class:`lipgan.Trainer`'s ``data``, and a run dir's data snapshot
+    (:mod:`lipgan.run.description`)."""
     if isinstance(data, str):
         from lipgan.data.pipeline import dataset
 

@@ -6,9 +6,10 @@ fake and real–fake interpolated points. Any critic is at least this Lipschitz.
 
 **Upper bound** (certified, when something certifies one): first the constraint's own
 :meth:`lipgan.Constraint.lipschitz_bound` (``bjorck`` and ``aol`` compute it from their effective
-kernels), else the general ``lipgan.metrics.diagnostics.lipschitz_upper_bound(critic)``, else None (no valid
-bound known for this architecture). A critic is certified 1-Lipschitz (up to float rounding) when the upper bound is <= 1;
-``upper >= lower`` always holds for a valid bound, so a violation means a bug in the bound.
+kernels), else the general ``lipgan.metrics.diagnostics.lipschitz_upper_bound(critic)``, else None
+(no valid bound known for this architecture). A critic is certified 1-Lipschitz (up to float
+rounding) when the upper bound is <= 1; ``upper >= lower`` always holds for a valid bound, so a
+violation means a bug in the bound.
 
 Used by ``lipgan audit RUN_DIR`` (JSON on stdout) and callable on a :class:`lipgan.Trainer`, a
 :class:`lipgan.core.engine.WGAN` or a bare critic (then pass ``constraint=``).

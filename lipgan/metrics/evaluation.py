@@ -1,8 +1,8 @@
 """Sample quality of a trained generator: the numbers behind ``lipgan eval`` and ``train.eval_every``.
 
-The metrics are plugins (``lipgan_register_metrics``, :class:`lipgan.core.metric.Metric`): this module
-draws the samples once and asks each metric that applies (or each one named) for its values. The
-built-ins (``plugins/metrics.py``), by data:
+The metrics are plugins (``lipgan_register_metrics``, :class:`lipgan.core.metric.Metric`): this
+module draws the samples once and asks each metric that applies (or each one named) for its values.
+The built-ins (``plugins/metrics.py``), by data:
 
 * 2-D toy sets: exact W1 to real samples beside ``w1_floor`` (the W1 between two independent real
   samples of the same size: what a perfect generator scores), and for the Gaussian mixtures

@@ -10,13 +10,15 @@
   on a 128×128 grid over [-3, 3]².
 * **1b left** — Swiss roll, a 12-layer ReLU MLP critic and generator trained as a WGAN by lipgan's
   engine under clipping c ∈ {0.1, 0.01, 0.001} and under GP; then ‖∂L/∂hₗ‖, the norm of the gradient
-  of the critic loss w.r.t. each hidden layer's activations (:func:`lipgan.metrics.diagnostics.layer_gradient_norms`).
+  of the critic loss w.r.t. each hidden layer's activations
+  (:func:`lipgan.metrics.diagnostics.layer_gradient_norms`).
 * **1b right** — histograms of those critics' weights (clipping piles them at ±c).
 
 The constraints are lipgan's plugins (``WeightClip``, ``GradientPenalty``), the models lipgan's MLPs
-and the 1b training loop lipgan's :class:`~lipgan.core.engine.WGAN`. The paper gives no iteration counts
-for Fig. 1 (1a's critics are "trained to optimality"); ours are chosen so that the full run takes
-minutes, not hours, on 2 CPU cores; see ``docs/fig1.md``. ``quick=True`` is a small variant (width-128 1b nets, 5 iterations) that still shows the 1b result.
+and the 1b training loop lipgan's :class:`~lipgan.core.engine.WGAN`. The paper gives no iteration
+counts for Fig. 1 (1a's critics are "trained to optimality"); ours are chosen so that the full run
+takes minutes, not hours, on 2 CPU cores; see ``docs/fig1.md``. ``quick=True`` is a small variant
+(width-128 1b nets, 5 iterations) that still shows the 1b result.
 
 Where: the 1a rows are :mod:`lipgan.reproduce.fig1a`, the 1b rows :mod:`lipgan.reproduce.fig1b`,
 what they share :mod:`lipgan.reproduce.fig1_setup`; this module runs every row (in worker

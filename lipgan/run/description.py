@@ -11,7 +11,8 @@ record describes the Trainer itself (:func:`describe`, read back by :mod:`lipgan
                 user gave, before a constraint wraps it (spectral norm, bjorck, ...): the
                 constraint wraps the rebuilt model again, as it did the original.
     constraint, strategy
-                registered plugin name + constructor arguments (:attr:`lipgan.core.named.Named.arguments`)
+                registered plugin name + constructor arguments
+                (:attr:`lipgan.core.named.Named.arguments`)
     critic_optimizer, generator_optimizer
                 ``keras.optimizers.serialize``
     step_config, intervals, steps, checkpoint_input, inception_weights, data_shape

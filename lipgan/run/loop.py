@@ -2,8 +2,8 @@
 
 Below :mod:`lipgan.run.trainer` (which imports it; it imports no trainer): the loop is given narrow
 inputs, not the trainer: the WGAN it steps, the input state it reads and moves
-(:class:`lipgan.run.training_input.TrainingInput`), the intervals, and the trainer's evaluate, render
-and describe functions.
+(:class:`lipgan.run.training_input.TrainingInput`), the intervals, and the trainer's evaluate,
+render and describe functions.
 
 Order matters for "nothing half-written": the trainer has already created the strategy, the data and
 the models; the run dir is checked (location, settings, checkpoints) before anything is written, so a
@@ -79,8 +79,8 @@ def runtime_error(exc: tf.errors.OpError, done: int, kept: str | None) -> Lipgan
 
 
 class SteppedGan(Protocol):
-    """What the loop calls on the model it trains (:class:`lipgan.core.engine.WGAN` provides it): the
-    compiled step and the few host-side facts around it, nothing else of the engine."""
+    """What the loop calls on the model it trains (:class:`lipgan.core.engine.WGAN` provides it):
+    the compiled step and the few host-side facts around it, nothing else of the engine."""
 
     critic: keras.Model
     generator: keras.Model

@@ -2,8 +2,8 @@
 
 A run dir used to be described by four files compared three ways (the settings, the gin text as
 parsed, the operative gin config, and a rebuild description for runs made in Python). It is now
-described by this one JSON object, written atomically by the chief (:meth:`lipgan.run.rundir.RunDir.begin`,
-under the run dir's lock)::
+described by this one JSON object, written atomically by the chief
+(:meth:`lipgan.run.rundir.RunDir.begin`, under the run dir's lock)::
 
     {
       "format": 1,
@@ -11,8 +11,8 @@ under the run dir's lock)::
                            differences() when the dir is reused
       "rebuild": {...},    what rebuilds the Trainer without the script that made it: plugins with
                            their arguments, optimizers, step config, intervals, steps, the models'
-                           Keras serializations, the data (lipgan.run.description; data/ holds a copy
-                           of a Dataset given as data)
+                           Keras serializations, the data (lipgan.run.description; data/ holds a
+                           copy of a Dataset given as data)
       "gin": {"config": "...", "operative": "..."}
                            a run made by `lipgan run` (absent for one made in Python): the gin
                            config as parsed, which `--resume` parses again, and, once the run

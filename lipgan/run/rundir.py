@@ -2,7 +2,8 @@
 
 Layout (also in docs/usage.md)::
 
-    run.json              the run's record (lipgan.run.record): its settings, compared when the dir is
+    run.json              the run's record (lipgan.run.record): its settings, compared when the dir
+    is
                           reused; what rebuilds it (`lipgan eval/sample/audit/run --resume DIR`);
                           for a CLI run the gin config as parsed and, at the end, the operative one
     run-before-<k>.json   the record replaced with --force at step k (-2, -3, ... if replaced again)
@@ -17,8 +18,8 @@ Layout (also in docs/usage.md)::
 
 Reusing a directory resumes it, so the settings must be the same: only those in
 :data:`lipgan.run.record.RESUMABLE_SETTINGS` (how long and how often to train) may change without
-``force``, and :func:`lipgan.run.record.differences` is the one comparison. A dir holds a run once it
-holds a checkpoint: a run that failed before its first checkpoint left nothing to resume, so its
+``force``, and :func:`lipgan.run.record.differences` is the one comparison. A dir holds a run once
+it holds a checkpoint: a run that failed before its first checkpoint left nothing to resume, so its
 record does not bind the next attempt. Checkpoints without a record are refused unless ``force``
 (nothing says what they were trained with); a dir written by an older lipgan is refused in one line.
 

@@ -3,8 +3,8 @@
 ``np.savez`` needs the whole array: ten million 2-D samples are 80 MB of float32, and the
 generator's outputs and the noise several times that. An ``.npz`` is a zip of ``.npy`` files, so
 the ``samples`` member is streamed instead: the ``.npy`` header (which needs only the final shape),
-then each chunk's bytes as it is generated (:func:`lipgan.metrics.evaluation.generate_chunks`). The file
-is written under a temporary name and renamed, so a failed or interrupted write leaves nothing
+then each chunk's bytes as it is generated (:func:`lipgan.metrics.evaluation.generate_chunks`). The
+file is written under a temporary name and renamed, so a failed or interrupted write leaves nothing
 half-written. ``np.load`` reads it as it reads ``np.savez``'s.
 """
 

@@ -22,11 +22,12 @@ The shape follows flax's ``train_and_evaluate(config, workdir) -> state`` and Ke
 trainer owns the models; :meth:`fit` returns a :class:`TrainState` holding them, the step and the
 metrics history; ``callbacks`` see every logged step.
 
-A run dir records :meth:`Trainer.settings` in its ``run.json`` (:mod:`lipgan.run.record`), a canonical
-JSON description of everything that determines what a step computes (no gin needed), so re-using a
-run dir with a different learning rate, penalty weight or architecture is refused from Python
-exactly as from the CLI. The record also describes the trainer (:mod:`lipgan.run.description`), so
-``lipgan eval/sample/audit/run --resume`` rebuild it without the script (:mod:`lipgan.config.rebuild`).
+A run dir records :meth:`Trainer.settings` in its ``run.json`` (:mod:`lipgan.run.record`), a
+canonical JSON description of everything that determines what a step computes (no gin needed), so
+re-using a run dir with a different learning rate, penalty weight or architecture is refused from
+Python exactly as from the CLI. The record also describes the trainer
+(:mod:`lipgan.run.description`), so ``lipgan eval/sample/audit/run --resume`` rebuild it without the
+script (:mod:`lipgan.config.rebuild`).
 """
 
 from __future__ import annotations
@@ -209,8 +210,8 @@ class Trainer:
     def settings(self) -> dict:
         """Everything that decides what a step computes, as canonical JSON-able data.
 
-        Recorded in the run dir (``run.json``, :mod:`lipgan.run.record`) and compared when the dir is
-        reused: only the keys in :data:`lipgan.run.record.RESUMABLE_SETTINGS` may differ without
+        Recorded in the run dir (``run.json``, :mod:`lipgan.run.record`) and compared when the dir
+        is reused: only the keys in :data:`lipgan.run.record.RESUMABLE_SETTINGS` may differ without
         ``force``.
 
         Returns:
@@ -258,9 +259,10 @@ class Trainer:
 
         With ``run_dir``, a directory holding a run of the same settings is resumed from its latest
         checkpoint (a different one is refused unless ``force``), checkpoints and metrics are
-        written there, SIGINT/SIGTERM stop with a checkpoint (:class:`lipgan.core.errors.Interrupted`),
-        and a non-finite loss or gradient raises :class:`lipgan.core.errors.NonFiniteLossError` naming the
-        term and step. Each callback is given this trainer first (:meth:`Callback.set_trainer`).
+        written there, SIGINT/SIGTERM stop with a checkpoint
+        (:class:`lipgan.core.errors.Interrupted`), and a non-finite loss or gradient raises
+        :class:`lipgan.core.errors.NonFiniteLossError` naming the term and step. Each callback is
+        given this trainer first (:meth:`Callback.set_trainer`).
 
         Args:
             steps: the iteration to train until, counted from the start of training (>= 1).
@@ -389,8 +391,8 @@ class Trainer:
 
     def audit(self, points: int = 512, seed: int | None = None, generator=None) -> dict:
         """Lower and certified upper bounds on the critic's Lipschitz constant (``lipgan audit``'s
-        result, :func:`lipgan.metrics.audit.audit`) at ``points`` real, generated and interpolated points
-        each, drawn with ``seed`` (default: the run's).
+        result, :func:`lipgan.metrics.audit.audit`) at ``points`` real, generated and interpolated
+        points each, drawn with ``seed`` (default: the run's).
 
         Args:
             points: real, generated and interpolated points each, >= 1.

@@ -3,8 +3,8 @@
 The process is the gin edge's (:mod:`lipgan.config.cells`): it turns the cell's SPEC into a
 :class:`lipgan.Trainer` and trains it through the same call as ``lipgan run`` (the gin root
 ``train``; re-running on the run dir resumes from its checkpoint). This module, which imports no
-gin, is the rest: it takes the quality curve between compiled calls (:mod:`lipgan.study.curve`), then
-evaluates the trained models on the PacGAN protocol's 2,500 samples and writes ``result.json``
+gin, is the rest: it takes the quality curve between compiled calls (:mod:`lipgan.study.curve`),
+then evaluates the trained models on the PacGAN protocol's 2,500 samples and writes ``result.json``
 (with the curve, and ``samples.npy`` for the study's scatter plots) in the run dir. gin only turns a
 cell's SPEC into a trainer: :func:`train_cell` measures a :class:`lipgan.Trainer` made from Python
 objects the same way, without gin. The toy sets' W1 floor is left to

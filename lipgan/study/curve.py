@@ -7,8 +7,8 @@ samples:
 
 * modes captured, high-quality fraction and reverse KL: exactly the final evaluation's numbers
   (:func:`lipgan.metrics.toy.mode_metrics` on the same fixed-noise samples,
-  :func:`lipgan.metrics.evaluation.generate` with the run's seed), so the curve's last point *is* the
-  final result on these three;
+  :func:`lipgan.metrics.evaluation.generate` with the run's seed), so the curve's last point *is*
+  the final result on these three;
 * ``sliced_w1``: :func:`lipgan.metrics.toy.sliced_wasserstein1` against one fixed real sample from
   the set's own sampler (numpy, no TF pipeline): far cheaper than the exact W1 at n = 2,500,
   which is computed once, at the end.

@@ -3,10 +3,11 @@
 A study's cells run for hours beside whatever else the machine does, so their own clocks do not
 compare rows (one GP cell took 1,315 s under load and 118 s on quiet cores). Here every chosen row
 (data set × constraint, its chosen config, EMA on as in the replicates) is built as a
-:class:`lipgan.Trainer` from the same gin a replicate uses (by the caller's ``build``), warmed up (tracing and compilation),
-then timed in ``rounds`` rounds that visit the rows in turn, each round training ``iterations``
-more iterations per row; a row's figure is the median of its rounds. Interleaving puts every row
-under the same machine conditions; the median drops a round a background job disturbed.
+:class:`lipgan.Trainer` from the same gin a replicate uses (by the caller's ``build``), warmed up
+(tracing and compilation), then timed in ``rounds`` rounds that visit the rows in turn, each round
+training ``iterations`` more iterations per row; a row's figure is the median of its rounds.
+Interleaving puts every row under the same machine conditions; the median drops a round a background
+job disturbed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-#: The measurement's file in the tuned study's dir (read back by :func:`lipgan.study.tune.load_bench`).
+#: The measurement's file in the tuned study's dir (read back by
+#: :func:`lipgan.study.tune.load_bench`).
 BENCH_FILE = "bench.json"
 
 #: Rounds per row and iterations per round (a few seconds per row and round on a toy MLP).

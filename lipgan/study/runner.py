@@ -164,8 +164,8 @@ class CellProcesses:
 
     Each cell runs in its own session, so a terminal's Ctrl-C reaches only the study process; the
     study then sends each running cell one SIGTERM (the cell saves its checkpoint and exits
-    143), starts no new cell, and stops with :class:`~lipgan.core.errors.Interrupted`. Re-running the
-    same command resumes. A second signal is forwarded as it is (the cells abort at once).
+    143), starts no new cell, and stops with :class:`~lipgan.core.errors.Interrupted`. Re-running
+    the same command resumes. A second signal is forwarded as it is (the cells abort at once).
     """
 
     def __init__(self):
@@ -182,9 +182,9 @@ class CellProcesses:
                     proc.send_signal(forward)
 
     def run(self, args: list[str], env: dict) -> subprocess.CompletedProcess | None:
-        """Run ``python -m lipgan.config.cells CELL_JSON RUN_DIR`` (:data:`CELL_PROCESS`) to its end, ``env`` overriding
-        the variables of :func:`lipgan.core.child_process.environment`; None when a stop was
-        requested first.
+        """Run ``python -m lipgan.config.cells CELL_JSON RUN_DIR`` (:data:`CELL_PROCESS`) to its
+        end, ``env`` overriding the variables of :func:`lipgan.core.child_process.environment`; None
+        when a stop was requested first.
 
         The cell's output goes straight to ``RUN_DIR/cell.log`` (appended: a resumed cell keeps
         every part), so a cell that outlives the study process (``kill -9`` of the study)

@@ -16,11 +16,11 @@ function. Each check raises ``AssertionError`` saying which part of the contract
   constructor keyword can be bound in gin and reaches the instance;
 * penalty: ``None`` or a finite floating ``[b]`` tensor for a ``[b, ...]`` batch, with finite
   gradients with respect to the critic's weights. Shape and dtype are checked eagerly and at trace
-  time by the engine's own check (:func:`lipgan.core.step_guard.checked_penalty`), so the kit fails with the
-  message a run would stop with;
+  time by the engine's own check (:func:`lipgan.core.step_guard.checked_penalty`), so the kit fails
+  with the message a run would stop with;
 * replica invariance: penalty values and the all-reduced critic gradients
-  (:meth:`lipgan.core.engine.WGAN.critic_gradients`) agree on 1 and 2 mirrored logical CPUs. TensorFlow
-  fixes its devices at start-up, so each replica count runs in a fresh subprocess
+  (:meth:`lipgan.core.engine.WGAN.critic_gradients`) agree on 1 and 2 mirrored logical CPUs.
+  TensorFlow fixes its devices at start-up, so each replica count runs in a fresh subprocess
   (``python -m lipgan.testing``) that imports the class by module and name: it must be defined at
   module level of an importable module (the caller's ``sys.path`` is passed on);
 * ``after_update``: applying it twice gives the same weights as applying it once, and on 2

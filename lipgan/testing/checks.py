@@ -53,7 +53,8 @@ def check_gin_configurable(cls, kwargs=None) -> None:
 
 
 def _contract_penalty(constraint, penalty, real):
-    """The engine's check of a penalty (:func:`lipgan.core.step_guard.checked_penalty`) as an assertion."""
+    """The engine's check of a penalty (:func:`lipgan.core.step_guard.checked_penalty`) as an
+    assertion."""
     from lipgan.core.errors import PluginError
     from lipgan.core.step_guard import checked_penalty
 

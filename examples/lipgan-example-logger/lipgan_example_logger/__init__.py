@@ -5,8 +5,8 @@ logs the run's settings as parameters once and every logged row as metrics at it
 the MLflow run when training ends. Where MLflow writes is MLflow's own setting
 (``MLFLOW_TRACKING_URI``; by default ``./mlruns``). Without ``mlflow`` installed the logger
 refuses in one line before training starts (``pip install 'lipgan-example-logger[mlflow]'``). It
-exists to show what a third-party logger needs: a :class:`lipgan.core.logger.Logger` subclass and one
-``@hookimpl``; a W&B logger is the same with ``wandb.init``/``wandb.log``.
+exists to show what a third-party logger needs: a :class:`lipgan.core.logger.Logger` subclass and
+one ``@hookimpl``; a W&B logger is the same with ``wandb.init``/``wandb.log``.
 """
 
 from lipgan import hookimpl
