@@ -25,7 +25,11 @@ import tensorflow_datasets as tfds
 from lipgan.errors import DatasetError, first_line
 
 #: TFDS builder name -> module that defines it; these build locally, without network.
-OFFLINE_BUILDERS = {"lipgan_toy": "lipgan.data.toy", "lipgan_digits": "lipgan.data.digits"}
+OFFLINE_BUILDERS = {
+    "lipgan_toy": "lipgan.data.toy",
+    "lipgan_digits": "lipgan.data.digits",
+    "lipgan_shapes": "lipgan.data.shapes",
+}
 
 _MOCKING = contextvars.ContextVar("lipgan_mock_data", default=False)
 
@@ -195,6 +199,7 @@ IMAGE_DEFAULTS = {
     "cifar10": {"image_size": 32},
     "celeb_a": {"image_size": 64, "center_crop": 108},
     "lipgan_digits": {"image_size": 32},
+    "lipgan_shapes": {"image_size": 32},
 }
 
 #: ``cache="auto"`` keeps decoded float32 examples in memory only below this size.

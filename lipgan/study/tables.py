@@ -18,6 +18,7 @@ from lipgan.study.summary import (
     beats,
     ema_never_averaged,
     ema_note,
+    extra_columns,
     summarize,
     uniform_reference,
 )
@@ -114,8 +115,9 @@ def markdown(
 ) -> str:
     from lipgan.study.references import BOX
 
-    summary = summarize(results)
     references = references or {}
+    extra = extra_columns(references)
+    summary = summarize(results, extra)
     lines = ["# lipgan constraint study", ""]
     if total is not None and len(results) < total:
         lines += [
@@ -150,9 +152,15 @@ def markdown(
         ]
     for dataset, rows in summary.items():
         ref = references.get(dataset)
-        ref_stats = {name: _stats(r["cells"]) for name, r in ref["rows"].items()} if ref else {}
+        ref_stats = (
+            {name: _stats(r["cells"], extra) for name, r in ref["rows"].items()} if ref else {}
+        )
         all_stats = [r["stats"] for r in rows.values()] + list(ref_stats.values())
-        keys = [c for c in COLUMNS if any(c[0] in st for st in all_stats) and c[0] != "w1_floor"]
+        keys = [
+            c
+            for c in [*COLUMNS, *extra]
+            if any(c[0] in st for st in all_stats) and c[0] != "w1_floor"
+        ]
         targets = dataset in TARGETS and any("to_target" in r for r in rows.values())
         late = any(r["late_change"] for r in rows.values())
         head = ["constraint", *[title for _, title, *_ in keys]]
@@ -164,7 +172,13 @@ def markdown(
             head.append(f"beats uniform noise ({BEATS_WHAT.replace(' and ', ', ')})")
         head += ["seeds", "failed", "collapsed"]
         lines += [f"## {dataset}", ""]
-        if ref:
+        if ref and ref.get("image"):
+            lines += [
+                f"Image scores: {', '.join(f'`{m}`' for m in ref['metrics'])} (docs/metrics.md), "
+                f"on {spec['eval_samples']:,} samples against as many real ones.",
+                "",
+            ]
+        if ref and ref.get("floor"):
             floor = ref["floor"]
             lines += [
                 f"W1 floor (real vs real, n = {floor['n']}, {floor['pairs']} pairs): "
@@ -206,7 +220,16 @@ def markdown(
                 + " | ".join(cols)
                 + f" | {seeds} | – | – |"
             )
-        if ref:
+        if ref and ref.get("image"):
+            lines += [
+                "",
+                "Italic rows learn nothing, scored on the same metrics, sample count and seeds: "
+                "*real data* is a second real sample of the same size against the cells' real "
+                "sample, the real-vs-real floor (what a perfect generator scores at this n; "
+                "FID and KID are biased upward at small n, so it is not 0), and *uniform noise* "
+                "is every pixel uniform on [−1, 1] (what no training scores).",
+            ]
+        elif ref:
             lines += [
                 "",
                 "Italic rows learn nothing: samplers scored on the same metrics, sample count and "
