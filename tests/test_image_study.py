@@ -155,6 +155,37 @@ def test_the_cifar10_study_path_end_to_end_on_shapes_with_a_standin_network(tmp_
     rows = report["references"]["cifar10"]["rows"]
     floor, noise = rows[REAL]["cells"][0], rows[NOISE]["cells"][0]
     assert set(SCORES) <= set(floor) and set(SCORES) <= set(noise)
-    assert 0 <= floor["fid"] < noise["fid"]  # a second real sample is nearer than noise
+    assert floor["n"] == noise["n"] == 64  # 2 x 64 <= the 2,000 shapes: disjoint samples of n
+    assert 0 < floor["fid"] < noise["fid"]  # a second real sample is nearer than noise
     md = (out / "study.md").read_text()
     assert "| FID |" in md and f"| *{REAL}" in md and f"| *{NOISE}" in md
+
+
+@pytest.mark.parametrize("n, half", [(4, 4), (8, 5)])
+def test_the_floor_compares_disjoint_real_samples_halving_a_set_smaller_than_2n(
+    monkeypatch, n, half
+):
+    import numpy as np
+    import tensorflow as tf
+
+    from lipgan.study import image_references as refs
+
+    examples = np.arange(10, dtype=np.float32).reshape(10, 1, 1, 1)  # ten distinct examples
+
+    def factory(batch, seed):
+        data = tf.data.Dataset.from_tensor_slices(examples).shuffle(10, seed=seed).repeat()
+        return data.batch(batch, drop_remainder=True)
+
+    data = {"factory": factory, "batch_size": 2, "inception_weights": None}
+    monkeypatch.setattr(refs, "data_of", lambda dataset, seed, bindings: data)
+    monkeypatch.setattr("lipgan.data.pipeline.num_examples", lambda f: len(examples))
+    seen = []
+    monkeypatch.setattr(
+        refs, "score", lambda d, fake, real, *rest: seen.append((fake, real)) or {"fid": 1.0}
+    )
+    out = refs.compute("cifar10", n, 1, ("fid",))
+    (again, first), (noise, real) = seen
+    assert len(again) == len(first) == half and not set(again.ravel()) & set(first.ravel())
+    assert len(real) == n and noise.shape == real.shape and np.abs(noise).max() <= 1
+    assert out["rows"][refs.REAL]["cells"] == [{"fid": 1.0, "n": half}]
+    assert (f"n = {half} each" in out["rows"][refs.REAL]["what"]) == (half < n)

@@ -270,6 +270,15 @@ def _fits_in_memory(ds: tf.data.Dataset, num_examples: int | None) -> bool:
     return num_examples * per_example * 4 <= CACHE_LIMIT_BYTES
 
 
+def num_examples(factory) -> int | None:
+    """Examples in one epoch of a :func:`dataset` factory's split (distinct examples, in a
+    shuffled order, are the first that many of its stream); None for other data."""
+    settings = getattr(factory, "settings", None)
+    if not isinstance(settings, dict) or "split" not in settings:
+        return None
+    return _num_examples(settings["name"], settings["split"], getattr(factory, "data_dir", None))
+
+
 def _num_examples(name: str, split: str, data_dir: str | None) -> int | None:
     builder = _builder(name, data_dir or os.environ.get("TFDS_DATA_DIR"))
     try:

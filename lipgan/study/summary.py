@@ -43,7 +43,7 @@ COLUMNS = [
 
 #: Keys of an image metric that are no score of their own: the spread within one evaluation
 #: (the rows show the spread over seeds) and the count a coverage is out of.
-NOT_SCORES = ("num_classes", "num_modes")
+NOT_SCORES = ("num_classes", "num_modes", "n")
 
 
 def extra_columns(references: dict | None) -> list[tuple]:

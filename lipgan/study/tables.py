@@ -113,7 +113,7 @@ def markdown(
     references: dict | None = None,
     total: int | None = None,
 ) -> str:
-    from lipgan.study.references import BOX
+    from lipgan.study.references import BOX, toy_set
 
     references = references or {}
     extra = extra_columns(references)
@@ -141,7 +141,7 @@ def markdown(
         f"half the modes are captured or the reverse KL of the mode histogram exceeds {COLLAPSE_KL}."
     )
     lines += [budget, ""]
-    if spec.get("eval_every"):
+    if spec.get("eval_every") and any(toy_set(r["cell"]["dataset"]) for r in results):
         lines += [
             f"Quality curve: every {spec['eval_every']} iterations (modes, high quality, reverse KL "
             "on the same samples as the final evaluation; a sliced W1); *to target*: the median "
@@ -223,11 +223,12 @@ def markdown(
         if ref and ref.get("image"):
             lines += [
                 "",
-                "Italic rows learn nothing, scored on the same metrics, sample count and seeds: "
-                "*real data* is a second real sample of the same size against the cells' real "
-                "sample, the real-vs-real floor (what a perfect generator scores at this n; "
-                "FID and KID are biased upward at small n, so it is not 0), and *uniform noise* "
-                "is every pixel uniform on [−1, 1] (what no training scores).",
+                "Italic rows learn nothing, scored on the same metrics and seeds: *real data* "
+                "is a second real sample disjoint from the first, the real-vs-real floor (what "
+                "a perfect generator scores; FID and KID are biased upward at small n, so it is "
+                "not 0; a data set with fewer than 2n examples gives it at n = half its size, "
+                "as the row says), and *uniform noise* is every pixel uniform on [−1, 1] "
+                "against the cells' real sample (what no training scores).",
             ]
         elif ref:
             lines += [
