@@ -189,3 +189,34 @@ def test_the_floor_compares_disjoint_real_samples_halving_a_set_smaller_than_2n(
     assert len(real) == n and noise.shape == real.shape and np.abs(noise).max() <= 1
     assert out["rows"][refs.REAL]["cells"] == [{"fid": 1.0, "n": half}]
     assert (f"n = {half} each" in out["rows"][refs.REAL]["what"]) == (half < n)
+
+
+def test_a_cells_evaluation_is_the_default_metrics_and_the_studys_image_scores():
+    import numpy as np
+
+    from lipgan.errors import ConfigError
+    from lipgan.evaluation import select_metrics
+    from lipgan.metric import EvalData
+
+    digits = EvalData(np.zeros((4, 16, 16, 1)), np.zeros((4, 16, 16, 1)), data_shape=(16, 16, 1))
+    digits.digits = True
+    names = [m.name for m in select_metrics(digits, extra=("digits", "fid", "kid"))]
+    assert names == ["critic_wasserstein", "digits", "fid", "kid"]  # digits once, defaults first
+    points = EvalData(np.zeros((4, 2)), np.zeros((4, 2)), data_shape=(2,), toy="ring")
+    with pytest.raises(ConfigError, match="'fid' does not apply"):
+        select_metrics(points, extra=("fid",))
+
+
+def test_lipgan_shapes_draws_the_shape_its_label_names_the_same_everywhere():
+    import numpy as np
+
+    from lipgan.data.shapes import SHAPES, shape_images
+
+    images, labels = shape_images(300, seed=0)
+    again, _ = shape_images(300, seed=0)
+    assert images.shape == (300, 32, 32, 3) and images.dtype == np.uint8
+    assert np.array_equal(images, again) and set(labels) == set(range(len(SHAPES)))
+    # foreground (pixels unlike the corner's background) per shape: a ring has a hole
+    foreground = (images != images[:, :1, :1]).any(-1).mean((1, 2))
+    rings, discs = foreground[labels == 2], foreground[labels == 0]
+    assert 0 < rings.mean() < discs.mean()
