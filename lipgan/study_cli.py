@@ -114,7 +114,11 @@ def study(
         storage=storage,
     )
     log = None if quiet else (lambda line: click.echo(line, err=True))
-    command = "lipgan study " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    # the study's command, not this invocation's: a report rebuilt with --report-only says how
+    # its cells were made
+    command = "lipgan study " + " ".join(
+        shlex.quote(a) for a in sys.argv[2:] if a != "--report-only"
+    )
     report = run_study(
         spec,
         out,
