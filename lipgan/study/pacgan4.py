@@ -96,12 +96,11 @@ def check(seeds: list[dict], means: dict) -> dict:
 
 
 def means_text(dataset: str) -> str:
-    """PacGAN4's means on ``dataset`` in words, with their source."""
+    """PacGAN4's means on ``dataset`` in words, after their source."""
     m = MEANS[dataset]
     return (
-        f"PacGAN4's means (Lin et al. 2018, Table 1, {dataset}): {m['modes_covered']} modes, "
-        f"{m['high_quality_fraction'] * 100:.1f} % high quality, reverse KL "
-        f"{m['reverse_kl']}"
+        f"Lin et al. 2018, Table 1, {dataset}: {m['modes_covered']} modes, "
+        f"{m['high_quality_fraction'] * 100:.1f} % high quality, reverse KL {m['reverse_kl']}"
     )
 
 

@@ -265,7 +265,8 @@ def markdown(
         if dataset in PACGAN:
             lines += [
                 "",
-                f"PacGAN (Lin et al. 2018, Table 1; their own training: {PACGAN_SETUP}; "
+                "PacGAN (Lin et al. 2018, Table 1, mean ± standard error over 10 trials as "
+                f"published; their own training: {PACGAN_SETUP}; "
                 f"{PACGAN_BUDGET}; not the same training as above, whose budget is "
                 f"{_steps_text([r for r in results if r['cell']['dataset'] == dataset], spec)} "
                 "iterations):",

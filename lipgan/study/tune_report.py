@@ -275,7 +275,8 @@ def markdown(
         for method, modes, hq, kl in PACGAN.get(dataset, []):
             if method == "PacGAN4":
                 lines.append(
-                    f"| *PacGAN4 (Lin et al. 2018)* | – | – | {modes} | {hq} | {kl} | – | – | – "
+                    f"| *PacGAN4 (Lin et al. 2018; ± s.e. over 10 trials, as published)* | – | – "
+                    f"| {modes} | {hq} | {kl} | – | – | – "
                     "| – |"
                 )
         if at_means:
