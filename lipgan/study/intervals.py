@@ -3,7 +3,7 @@
 * A **spread** is the standard deviation over seeds (ddof 1) printed with the number of seeds:
   how much one seed differs from the next.
 * An **interval** is a 95 % percentile-bootstrap confidence interval of the seeds' mean
-  (Efron & Tibshirani 1993, ch. 13): the seeds are resampled with replacement
+  (Efron & Tibshirani 1993, ch. 13): the seeds' values, sorted, are resampled with replacement
   :data:`RESAMPLES` times from a fixed RNG seed, and the interval runs from the 2.5 % to the
   97.5 % order statistic of the resampled means (no interpolation, so that a seed with an
   infinite reverse KL gives an infinite end rather than NaN). numpy only.
@@ -32,7 +32,8 @@ def bootstrap_interval(
     """(low, high) of the percentile-bootstrap ``level`` interval of the mean of ``values``;
     None for fewer than two values (one seed has no interval). Infinite values are kept: a
     resample that draws one has an infinite mean."""
-    x = np.asarray([float(v) for v in values], np.float64)
+    # sorted: the interval is a function of the seeds' values, not of the order they were read in
+    x = np.sort(np.asarray([float(v) for v in values], np.float64))
     if x.size < 2:
         return None
     if np.isnan(x).any():

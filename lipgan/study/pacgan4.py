@@ -132,7 +132,10 @@ def verdict_text(found: dict) -> str:
 
 
 def cell_text(stat: dict, scale: float, digits: int) -> str:
+    """``mean [low, high]``; the mean alone for one seed (the verdict column says why)."""
     mean = "∞" if math.isinf(stat["mean"]) else f"{stat['mean'] * scale:.{digits}f}"
+    if stat["interval"] is None:
+        return mean
     return f"{mean} {fmt_interval(stat['interval'], scale, digits)}"
 
 
