@@ -194,3 +194,24 @@ def test_report_only_rebuilds_a_tuned_study_without_its_executor(tmp_path, monke
     result = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "t")])
     assert result.exit_code == 1, result.output
     assert "holds no finished trial" in result.stderr and "Ray" not in result.stderr
+
+
+def test_the_docs_results_tables_are_the_committed_reports_tables(monkeypatch):
+    """docs/study.md copies its results tables from the committed reports: they must still be
+    what ``docs/study_tables.py`` prints from them (rebuild a report, then the docs)."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(root)
+    spec = importlib.util.spec_from_file_location("study_tables", root / "docs/study_tables.py")
+    study_tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(study_tables)
+    doc = (root / "docs" / "study.md").read_text()
+    for table in (
+        study_tables.toy_table("ring"),
+        study_tables.toy_table("grid"),
+        study_tables.digits_table(),
+    ):
+        assert table in doc
+    assert "| aol [maxmin] +EMA | 8.0 [8.0, 8.0] | 95.8 [" in study_tables.toy_table("ring")
