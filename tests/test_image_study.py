@@ -73,8 +73,8 @@ def test_image_rows_print_every_score_beside_the_floor_and_noise_rows():
     assert "_std" not in head  # a run's own spread is not a column: rows show the seeds'
     row = next(line for line in md.splitlines() if line.startswith("| gradient_penalty |"))
     column = head.split(" | ").index("FID")
-    assert row.split(" | ")[column] == "40.00 ± 10.00"  # mean ± s.e. of 30 and 50
-    assert row.split(" | ")[head.split(" | ").index("my_score")] == "2.0000 ± 1.0000"
+    assert row.split(" | ")[column] == "40.00 ± 14.14"  # mean ± SD of 30 and 50
+    assert row.split(" | ")[head.split(" | ").index("my_score")] == "2.0000 ± 1.4142"
     floor = next(line for line in md.splitlines() if line.startswith(f"| *{REAL}"))
     noise = next(line for line in md.splitlines() if line.startswith(f"| *{NOISE}"))
     assert floor.split(" | ")[column] == "2.00 ± 0.00" and noise.split(" | ")[column].startswith(
@@ -82,7 +82,7 @@ def test_image_rows_print_every_score_beside_the_floor_and_noise_rows():
     )
     assert "real-vs-real floor" in md and "`fid`, `is`, `kid`, `prdc`" in md
     assert "W1 floor" not in md
-    stats = summary.summarize(results, summary.extra_columns(references))["cifar10"]
+    stats = summary.summarize(results, extra=summary.extra_columns(references))["cifar10"]
     assert stats["aol"]["stats"]["my_score"][0] == 2.0
     assert stats["gradient_penalty"]["stats"]["fid"][:2] == pytest.approx((40.0, 10.0))
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from lipgan.study.figure import figure
+from lipgan.study.pacgan4 import LAST_K, MEANS
 from lipgan.study.spec import dumps
 from lipgan.study.summary import (
     COLLAPSE_KL,
-    TARGETS,
+    THRESHOLDS,
     cell_values,
     extra_columns,
     is_collapsed,
@@ -49,8 +50,9 @@ def write(
         "spec": spec,
         "command": command,
         "collapse_rule": f"modes captured < half, or reverse KL > {COLLAPSE_KL}",
-        "targets": TARGETS,
-        "summary": summarize(results, extra_columns(references)),
+        "thresholds": THRESHOLDS,
+        "pacgan4_means": {"means": MEANS, "last_k": LAST_K},
+        "summary": summarize(results, extra=extra_columns(references)),
         "references": references,
         "cells": cells,
         "cells_total": total if total is not None else len(results),
