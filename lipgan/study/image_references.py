@@ -12,7 +12,8 @@ seed, on the very real sample that seed's cells are scored against (the same dat
   sample when the data set has at least 2n; a smaller one (digits' 1,497, CIFAR-10's 50,000 at
   the papers' n = 50,000) cannot give two disjoint samples of n, and its floor is that of its
   two disjoint halves, at n = half the data set (said in the row: FID's bias at a smaller n
-  raises it); a second sample that repeated the first would score 0;
+  raises it); a second sample that repeated the first would score 0. (The digits classifier's
+  FD compares every sample with the whole training set, the cells' as this row's.)
 * **uniform noise**: every pixel uniform on [−1, 1], the generators' range: what no training
   scores.
 
@@ -36,7 +37,8 @@ WHAT = {
 
 def data_of(dataset: str, seed: int, bindings=()) -> dict:
     """The training data of ``dataset``'s cells with ``seed``: ``{'factory', 'batch_size',
-    'inception_weights'}``, from its shipped config and ``bindings`` (built as ``lipgan run`` builds it)."""
+    'inception_weights'}``, from its shipped config and ``bindings``, built as ``lipgan run``
+    builds it."""
     from lipgan import config
     from lipgan.plugins import default_registry
     from lipgan.study.spec import Cell
