@@ -196,7 +196,7 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
     """Call ``fit(progress)`` (a fit of one trainer in ``run_dir``) with the cell's clock and
     curve, then evaluate what it trained on ``eval_samples``: the cell's result."""
     from lipgan import evaluation
-    from lipgan.study.curve import NO_EMA, points, read
+    from lipgan.study.curve import NO_EMA, by_decay, points, read
 
     started = time.perf_counter()
     timing = Timing(run_dir, eval_every, eval_samples)
@@ -226,7 +226,9 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
 
     metrics = measured()  # the sampler: the EMA when train.ema_decay is on
     if trainer.wgan.generator_ema is not None:  # the raw generator too (lipgan.study.curve.NO_EMA)
+        sampled = dict(metrics)
         metrics[NO_EMA] = measured(trainer.wgan.generator)
+        metrics.update(by_decay(trainer.wgan, measured, sampled))  # every decay (EMA_BY_DECAY)
     fake = trainer.sample(eval_samples)  # the same fixed-noise samples evaluate() used
     if trainer.wgan.data_shape == (2,):
         np.save(run_dir / "samples.npy", np.asarray(fake, np.float32))
