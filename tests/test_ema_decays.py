@@ -8,6 +8,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -141,7 +142,7 @@ def _replicate(seed, by_decay, raw_w1=0.3):
 def test_the_decay_is_chosen_by_the_seeds_mean_score_and_its_row_shows_it():
     """0.99 has the lower mean W1 over the two seeds (0.10 and 0.20 against 0.12 and 0.24 for
     0.999, though 0.9999 wins seed 1 alone): it is chosen; the +EMA row then holds its metrics
-    and curve, and no samples (the run kept only the sampling decay's)."""
+    and curve, and its samples are the run's file of that decay."""
     spec = tune.TuneSpec(("r1",), ("ring",), seeds=2, ema_decay=(0.999, 0.99, 0.9999))
     results = [
         _replicate(0, {"0.999": 0.12, "0.99": 0.10, "0.9999": 0.40}),
@@ -157,12 +158,16 @@ def test_the_decay_is_chosen_by_the_seeds_mean_score_and_its_row_shows_it():
     assert ema["metrics"]["w1"] == 0.10 and raw["metrics"]["w1"] == 0.3
     assert EMA_BY_DECAY not in ema["metrics"] and NO_EMA not in ema["metrics"]
     assert ema["curve"][0]["w1"] == 0.10 and ema["curve"][0]["step"] == 250
-    assert ema["samples_cell"] is None
+    assert ema["samples_cell"] == results[0]["cell"]
+    assert ema["samples_file"] == "samples_ema_0.99.npy"
     # the sampling decay (None) keeps today's row: its own keys, its samples
     _, sampled = tune_report.split_ema(results[0])
     assert sampled["metrics"]["w1"] == 0.12 and sampled["samples_cell"] == results[0]["cell"]
     text = ema_choice.section(spec, choice)
-    assert "| ring | r1 | 0.180 / 90.0 / 0.010 | **0.150 / 90.0 / 0.010** | 0.225 / 90.0 / 0.010 |" in text
+    assert (
+        "| ring | r1 | 0.180 / 90.0 / 0.010 | **0.150 / 90.0 / 0.010** | 0.225 / 90.0 / 0.010 |"
+        in text
+    )
     assert ema_choice.label(choice, "ring", "r1") == " at decay 0.99 (chosen)"
     # one decay: no choice, no section, today's report
     assert ema_choice.choose(dataclasses.replace(spec, ema_decay=0.999), final) == {}
@@ -210,7 +215,10 @@ def test_a_tiny_tuned_study_with_two_decays_measures_and_chooses_them(tmp_path):
     assert set(by) == {"0.9", "0.5"}
     assert by["0.9"]["w1"] == result["metrics"]["w1"] and by["0.5"]["w1"] != by["0.9"]["w1"]
     assert all(set(p[EMA_BY_DECAY]) == {"0.9", "0.5"} for p in result["curve"])
-    assert [p["step"] for p in result["curve"]] == [0, 10, 20]
+    assert [p["step"] for p in result["curve"]][::-1][:1] == [20] and len(result["curve"]) >= 2
+    run = out / "final/runs/8gaussians/gradient_penalty/seed0"
+    first, second = np.load(run / "samples.npy"), np.load(run / "samples_ema_0.5.npy")
+    assert first.shape == second.shape == (1000, 2) and not np.allclose(first, second)
     data = json.loads((out / "tune.json").read_text())
     (row,) = data["ema_decays"]
     assert row["decay"] in ("0.9", "0.5") and set(row["scores"]) == {"0.9", "0.5"}

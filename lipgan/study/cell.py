@@ -196,7 +196,7 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
     """Call ``fit(progress)`` (a fit of one trainer in ``run_dir``) with the cell's clock and
     curve, then evaluate what it trained on ``eval_samples``: the cell's result."""
     from lipgan import evaluation
-    from lipgan.study.curve import NO_EMA, by_decay, points, read
+    from lipgan.study.curve import NO_EMA, by_decay, points, read, samples_file
 
     started = time.perf_counter()
     timing = Timing(run_dir, eval_every, eval_samples)
@@ -229,11 +229,15 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
         sampled = dict(metrics)
         metrics[NO_EMA] = measured(trainer.wgan.generator)
         metrics.update(by_decay(trainer.wgan, measured, sampled))  # every decay (EMA_BY_DECAY)
-    fake = trainer.sample(eval_samples)  # the same fixed-noise samples evaluate() used
-    if trainer.wgan.data_shape == (2,):
-        np.save(run_dir / "samples.npy", np.asarray(fake, np.float32))
-    else:  # images: the first 64 for the report's sample grid
-        np.save(run_dir / "samples.npy", np.asarray(fake[:64], np.float32))
+    kept = {"samples.npy": None}  # the sampler's; with several decays each other one's too
+    for decay in list(trainer.wgan.generator_emas)[1:]:
+        kept[samples_file(decay)] = f"ema:{decay}"
+    for name, generator in kept.items():
+        fake = trainer.sample(eval_samples, generator=generator)  # evaluate()'s fixed noise
+        if trainer.wgan.data_shape == (2,):
+            np.save(run_dir / name, np.asarray(fake, np.float32))
+        else:  # images: the first 64 for the report's sample grid
+            np.save(run_dir / name, np.asarray(fake[:64], np.float32))
     result = {
         "status": "ok",
         "step": state.step,

@@ -55,6 +55,12 @@ def decay_key(decay: float) -> str:
     return repr(float(decay))
 
 
+def samples_file(decay: float | str) -> str:
+    """The run dir's final samples of the EMA at ``decay`` when it is not the sampling one
+    (``samples_ema_0.99.npy``; the sampling generator's are ``samples.npy``)."""
+    return f"samples_ema_{decay_key(decay)}.npy"
+
+
 def by_decay(wgan, measure, sampled: dict) -> dict:
     """``{EMA_BY_DECAY: {decay: metrics}}`` for a run keeping several EMAs ({} otherwise):
     ``measure(generator)`` for each decay but the first, whose metrics are ``sampled``."""

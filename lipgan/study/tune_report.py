@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from lipgan.study import ema_choice, report, search, sessions
-from lipgan.study.curve import NO_EMA, decay_key
+from lipgan.study.curve import NO_EMA, decay_key, samples_file
 from lipgan.study.ema_choice import at_decay
 from lipgan.study.figure import short_label
 from lipgan.study.spec import dumps
@@ -48,14 +48,16 @@ def split_ema(result: dict, decay: str | None = None, sampled: bool = True) -> l
     """``[raw, ema]`` study results of a replicate measured with and without its EMA (``[result]``
     for one without); the EMA row's constraint is ``SPEC +EMA``, at decay key ``decay`` when the
     run kept several (:func:`lipgan.study.ema_choice.at_decay`; None: the sampling one). The
-    run's ``samples.npy`` holds the sampling EMA's samples: ``samples_cell`` says whose run dir a
-    row's samples are in (None for the raw row and for a decay that did not sample, whose
-    samples are not kept), for the figure (:mod:`lipgan.study.figure`)."""
+    run's ``samples.npy`` holds the sampling EMA's samples, another decay's (``sampled`` False)
+    are in ``samples_file``: ``samples_cell`` says whose run dir a row's samples are in (None for
+    the raw row, whose samples are not kept), for the figure (:mod:`lipgan.study.figure`)."""
     metrics = result.get("metrics") or {}
     if result.get("status") != "ok" or NO_EMA not in metrics:
         return [result]
     ema = copy.deepcopy(result)
-    ema["samples_cell"] = copy.deepcopy(result["cell"]) if sampled else None
+    ema["samples_cell"] = copy.deepcopy(result["cell"])
+    if not sampled:
+        ema["samples_file"] = samples_file(decay)
     ema["cell"]["constraint"] += EMA_SUFFIX
     ema["metrics"] = at_decay(metrics, decay)
     ema["curve"] = [at_decay(p, decay) for p in result.get("curve", [])]
