@@ -88,6 +88,29 @@ def tfds_data_dir(tmp_path_factory):
         os.environ["TFDS_DATA_DIR"] = old
 
 
+@pytest.fixture(scope="session")
+def tiny_run_at_5(tmp_path_factory):
+    """A 5-step ``lipgan run`` with tests.helpers.TINY (its one checkpoint at step 5), trained
+    once per pytest process: the tests that damage, refuse or extend such a run take a copy
+    (``tiny_run``) instead of training their own (~3 CPU-seconds each)."""
+    from tests.helpers import TINY, invoke
+
+    run_dir = tmp_path_factory.mktemp("tiny_run") / "run"
+    result = invoke("run", *TINY, "--bind", "train.steps=5", "--run-dir", str(run_dir))
+    assert result.exit_code == 0, result.output
+    return run_dir
+
+
+@pytest.fixture
+def tiny_run(tiny_run_at_5, tmp_path):
+    """A fresh copy of ``tiny_run_at_5`` at ``tmp_path / "run"``, where the tests trained before."""
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(tiny_run_at_5, copy, symlinks=True)  # .lock too: a flock is not copied
+    return copy
+
+
 def free_port() -> int:
     """A currently free TCP port on the loopback interface."""
     import socket

@@ -70,9 +70,8 @@ def test_a_failure_at_a_logged_step_leaves_no_checkpoint_without_its_row(tmp_pat
 
 
 @pytest.mark.slow
-def test_a_torn_last_metrics_line_is_dropped_with_a_warning(tmp_path):
-    run_dir = tmp_path / "run"
-    train(run_dir, 5)
+def test_a_torn_last_metrics_line_is_dropped_with_a_warning(tiny_run):
+    run_dir = tiny_run  # trained to step 5 (conftest)
     metrics = run_dir / "metrics.jsonl"
     metrics.write_text(metrics.read_text() + '{"step": 6, "critic_lo')
     resumed = train(run_dir, 10)
@@ -143,9 +142,8 @@ def save_nan_checkpoint(run_dir, step):
 
 
 @pytest.mark.slow
-def test_readers_refuse_non_finite_weights_and_training_falls_back(tmp_path):
-    run_dir = tmp_path / "run"
-    train(run_dir, 5)
+def test_readers_refuse_non_finite_weights_and_training_falls_back(tmp_path, tiny_run):
+    run_dir = tiny_run  # trained to step 5 (conftest)
     save_nan_checkpoint(run_dir, 6)
     out = tmp_path / "s.npz"
     for command in (["sample", str(run_dir), "--out", str(out)], ["eval", str(run_dir)]):
@@ -347,9 +345,8 @@ def test_gin_include_loops_raising_imports_and_sibling_includes(
 
 
 @pytest.mark.slow
-def test_bad_seeds_are_one_line(tmp_path):
-    run_dir = tmp_path / "run"
-    train(run_dir, 5)
+def test_bad_seeds_are_one_line(tmp_path, tiny_run):
+    run_dir = tiny_run  # trained to step 5 (conftest)
     for command in (
         [
             "sample",
@@ -438,13 +435,12 @@ def test_debris_of_killed_runs_is_cleaned_on_the_next_start(tmp_path):
 
 
 @pytest.mark.slow
-def test_odd_run_dirs_get_a_plain_line(tmp_path):
+def test_odd_run_dirs_get_a_plain_line(tmp_path, tiny_run):
     loop = tmp_path / "loop"
     loop.symlink_to(loop)
     result = invoke("run", *TINY, "--bind", "train.steps=5", "--run-dir", str(loop))
     one_line_error(result, "symbolic link", "leads nowhere")
-    run_dir = tmp_path / "run"
-    train(run_dir, 5)
+    run_dir = tiny_run  # trained to step 5 (conftest)
     (run_dir / "run.json").write_text("[]")
     before = snapshot(run_dir)
     result = invoke("run", *TINY, "--bind", "train.steps=10", "--run-dir", str(run_dir))
