@@ -77,6 +77,20 @@ from lipgan.cli.options import StudyDir, check_constraints, executor_options, ma
     help="Halving: seeds of every config at every rung (their mean decides).",
 )
 @click.option(
+    "--search-seed",
+    type=click.IntRange(min=0, max=2**31 - 1),
+    help="Base of the search trials' seeds (trial k: N + k; halving: N + 100·seed + k; default: "
+    "1000 random, 2000 halving): a re-search with other seeds, into another --out.",
+)
+@click.option(
+    "--ema-decays",
+    default="0.999",
+    show_default=True,
+    metavar="D[,D...]",
+    help="The replicates' generator EMA decays, comma-separated: one averaged copy each in the "
+    "same runs, the first sampling; the report chooses among several by the search's score.",
+)
+@click.option(
     "--seeds",
     type=click.IntRange(min=1),
     default=5,
@@ -134,6 +148,8 @@ def tune(
     eta,
     rungs,
     search_seeds,
+    search_seed,
+    ema_decays,
     seeds,
     steps,
     eval_every,
@@ -174,19 +190,30 @@ def tune(
         eta=eta,
         rungs=rungs,
         search_seeds=search_seeds,
+        search_seed=search_seed,
+        ema_decay=tuned.parse_ema_decays(ema_decays),
     )
     spec.check()
-    cells = make_executor(
-        executor,
-        "tune",
-        registry,
-        jobs=jobs,
-        ray_address=ray_address,
-        cell_resources=cell_resources,
-        storage=storage,
+    # --report-only runs nothing, so it needs no executor (nor Ray for one)
+    cells = (
+        None
+        if report_only
+        else make_executor(
+            executor,
+            "tune",
+            registry,
+            jobs=jobs,
+            ray_address=ray_address,
+            cell_resources=cell_resources,
+            storage=storage,
+        )
     )
     log = None if quiet else (lambda line: click.echo(line, err=True))
-    command = "lipgan tune " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    # the study's command, not this invocation's: a report rebuilt with --report-only says how
+    # its cells were made
+    command = "lipgan tune " + " ".join(
+        shlex.quote(a) for a in sys.argv[2:] if a != "--report-only"
+    )
     report = tuned.run_tune(
         spec,
         out,

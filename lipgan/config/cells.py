@@ -16,7 +16,7 @@ from pathlib import Path
 
 from lipgan.config import gin_binding as config
 from lipgan.study import cell as study_cell
-from lipgan.study.spec import Cell
+from lipgan.study.spec import Cell, image_metrics
 
 
 def _parse(cell: Cell) -> None:
@@ -47,6 +47,7 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
         run_dir,
         eval_samples=spec.eval_samples,
         eval_every=spec.eval_every,
+        metrics=image_metrics(spec.dataset, spec.metrics),
     )
 
 

@@ -118,15 +118,18 @@ def train_cell(
     *,
     eval_samples: int = EVAL_SAMPLES,
     eval_every: int = EVAL_EVERY,
+    metrics: tuple[str, ...] = (),
 ) -> dict:
     """Train ``trainer`` (a :class:`lipgan.Trainer` made from Python objects) to ``steps`` in
     ``run_dir`` and measure it as a study cell; the result
-    :func:`lipgan.config.cells.run_cell` returns. No gin."""
+    :func:`lipgan.config.cells.run_cell` returns. No gin. ``metrics``: scores recorded beside the
+    default metrics (a study's image scores)."""
     return measure(
         lambda timing: trainer.fit(steps, run_dir=run_dir, progress=timing),
         Path(run_dir),
         eval_samples=eval_samples,
         eval_every=eval_every,
+        metrics=metrics,
     )
 
 
@@ -167,11 +170,15 @@ def timing_of(timing: Timing, train_seconds: float, step: int, run_dir: Path) ->
     return {**dict.fromkeys(TIMING_KEYS), "timing_lost": lost}
 
 
-def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
+def measure(
+    fit, run_dir: Path, *, eval_samples: int, eval_every: int, metrics: tuple[str, ...] = ()
+) -> dict:
     """Call ``fit(progress)`` (a fit of one trainer in ``run_dir``) with the cell's clock and
-    curve, then evaluate what it trained on ``eval_samples``: the cell's result."""
+    curve, then evaluate what it trained on ``eval_samples`` with the default metrics and
+    ``metrics`` (the study's image scores, :func:`lipgan.study.spec.image_metrics`): the cell's
+    result."""
     from lipgan.metrics import evaluation
-    from lipgan.study.curve import NO_EMA, points, read
+    from lipgan.study.curve import NO_EMA, by_decay, points, read, samples_file
 
     started = time.perf_counter()
     timing = Timing(run_dir, eval_every, eval_samples)
@@ -196,17 +203,24 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
             inception_weights=trainer.inception_weights,
             w1_floor=False,
             generator=generator,
+            extra=metrics,
         )
         return {k.removeprefix("eval/"): v for k, v in values.items()}
 
     metrics = measured()  # the sampler: the EMA when train.ema_decay is on
     if trainer.wgan.generator_ema is not None:  # the raw generator too (lipgan.study.curve.NO_EMA)
+        sampled = dict(metrics)
         metrics[NO_EMA] = measured(trainer.wgan.generator)
-    fake = trainer.sample(eval_samples)  # the same fixed-noise samples evaluate() used
-    if trainer.wgan.data_shape == (2,):
-        np.save(run_dir / "samples.npy", np.asarray(fake, np.float32))
-    else:  # images: the first 64 for the report's sample grid
-        np.save(run_dir / "samples.npy", np.asarray(fake[:64], np.float32))
+        metrics.update(by_decay(trainer.wgan, measured, sampled))  # every decay (EMA_BY_DECAY)
+    kept = {"samples.npy": None}  # the sampler's; with several decays each other one's too
+    for decay in list(trainer.wgan.generator_emas)[1:]:
+        kept[samples_file(decay)] = f"ema:{decay}"
+    for name, generator in kept.items():
+        fake = trainer.sample(eval_samples, generator=generator)  # evaluate()'s fixed noise
+        if trainer.wgan.data_shape == (2,):
+            np.save(run_dir / name, np.asarray(fake, np.float32))
+        else:  # images: the first 64 for the report's sample grid
+            np.save(run_dir / name, np.asarray(fake[:64], np.float32))
     result = {
         "status": "ok",
         "step": state.step,

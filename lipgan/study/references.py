@@ -1,5 +1,5 @@
-"""Reference rows: samplers that learn nothing, scored like the cells, the W1 floor, and PacGAN's
-published rows (:data:`PACGAN`).
+"""Reference rows: samplers that learn nothing, scored like the cells, and the W1 floor (the rows'
+names and PacGAN's published rows: :mod:`lipgan.study.reference_rows`).
 
 A constraint's row means something only beside what no training at all achieves on the same
 metrics, sample count and seeds (a short run can score below uniform noise):
@@ -25,6 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from lipgan.study.reference_rows import BOX, BOX_EXPECTED, REAL, SUPPORT
+from lipgan.study.spec import toy_set
+
 #: Real-vs-real pairs behind a study's W1 floor (each pair is one exact W1 at n = 2,500).
 FLOOR_PAIRS = 30
 #: ... and behind a smoke test's (``--quick``: its report holds no results, its floor neither).
@@ -33,50 +36,8 @@ SMOKE_FLOOR_PAIRS = 3
 #: Bump when the rows' definition changes, so that an old cache is not reused.
 VERSION = 2
 
-REAL = "real data"
-BOX = "uniform on the bounding box"
-SUPPORT = "uniform on the support"
-#: Uniform noise on the bounding box in expectation: a row is judged against this, not against
-#: the few draws of the study's seeds (one low draw makes any row look as if it learned).
-BOX_EXPECTED = "uniform on the bounding box, expected"
 #: Draws behind the expectation (mode metrics only: no W1, which costs ~1 s per draw).
 EXPECTATION_DRAWS = 200
-
-
-#: PacGAN (Lin et al., NeurIPS 2018) Table 1: modes / high-quality % / reverse KL, mean ± s.e.
-#: over 10 trials, 2,500 samples. Printed beside lipgan's rows, never as the same training.
-PACGAN = {
-    "ring": [
-        ("GAN", "6.3±0.5", "98.2±0.2", "0.45±0.09"),
-        ("PacGAN2", "7.9±0.1", "95.6±2.0", "0.07±0.03"),
-        ("PacGAN4", "7.8±0.1", "95.9±1.4", "0.07±0.02"),
-    ],
-    "grid": [
-        ("GAN", "17.3±0.8", "94.8±0.7", "0.70±0.07"),
-        ("PacGAN2", "23.8±0.7", "91.3±0.8", "0.13±0.04"),
-        ("PacGAN4", "24.8±0.2", "93.6±0.6", "0.04±0.01"),
-    ],
-}
-
-#: PacGAN's training for those rows (fjxmlzn/PacGAN, synthetic_data_experiments/2DRing_GAN&PacGAN
-#: and 2DGrid_GAN&PacGAN config.py: num_epoch 400 over num_sample 100,000 at batch_size 100).
-PACGAN_BUDGET = "400 epochs of 100,000 samples at batch 100, i.e. 400,000 generator updates"
-
-#: And their setup (Lin et al. 2018, Appendix; the same config.py files), not a WGAN's.
-PACGAN_SETUP = (
-    "a standard (non-Wasserstein) GAN, generator 4×400 ReLU + BatchNorm, discriminator 3×200 "
-    "maxout, Adam 1e-4 (β₁ 0.8), batch 100, 100,000 training points"
-)
-
-
-def toy_set(dataset: str) -> str | None:
-    """The lipgan toy set behind a study data set (``ring`` -> ``2d_ring``), None for images."""
-    from lipgan.data.toy import SAMPLERS
-    from lipgan.study.spec import DATASETS
-
-    name = DATASETS.get(dataset, (None, None))[1] or ""
-    toy = name.split("/")[-1]
-    return toy if name.startswith("lipgan_toy/") and toy in SAMPLERS else None
 
 
 def bounding_box(toy: str) -> tuple[np.ndarray, np.ndarray]:
@@ -151,13 +112,24 @@ def evaluate(toy: str, n: int, seeds: int) -> dict:
     return out
 
 
-def compute(dataset: str, n: int, seeds: int, pairs: int = FLOOR_PAIRS) -> dict | None:
-    """``{'floor': {...}, 'rows': {...}}`` for a toy data set; None for the others."""
+def compute(
+    dataset: str, n: int, seeds: int, pairs: int = FLOOR_PAIRS, metrics=(), bindings=()
+) -> dict | None:
+    """``{'floor': {...}, 'rows': {...}}`` for a toy data set; for an image data set its rows
+    on the image ``metrics`` the study records (:mod:`lipgan.study.image_references`, its data
+    as ``bindings`` make it); None for the others."""
     from lipgan.metrics.toy import w1_floor_stats
+    from lipgan.study.spec import image_metrics
 
     toy = toy_set(dataset)
     if toy is None:
-        return None
+        if not image_metrics(dataset, metrics):
+            return None
+        from lipgan.study import image_references
+
+        return image_references.compute(
+            dataset, n, seeds, image_metrics(dataset, metrics), bindings
+        )
     return {
         "toy_set": toy,
         "floor": w1_floor_stats(toy, n, pairs=pairs),
@@ -166,10 +138,21 @@ def compute(dataset: str, n: int, seeds: int, pairs: int = FLOOR_PAIRS) -> dict 
 
 
 def load_or_compute(
-    out: Path, datasets, n: int, seeds: int, log=None, pairs: int = FLOOR_PAIRS
+    out: Path,
+    datasets,
+    n: int,
+    seeds: int,
+    log=None,
+    pairs: int = FLOOR_PAIRS,
+    metrics=(),
+    bindings=(),
 ) -> dict:
     """{data set: reference dict or None}, read from ``out/references.json`` when it holds the
-    same definition, computed (and cached there) otherwise."""
+    same definition, computed (and cached there) otherwise. ``metrics`` and ``bindings`` (the
+    study's ``--metric`` and ``--bind``) define an image data set's rows, so they are part of
+    its entry's definition."""
+    from lipgan.study.spec import image_metrics
+
     path = Path(out) / "references.json"
     key = {"version": VERSION, "n": n, "seeds": seeds, "floor_pairs": pairs}
     try:
@@ -179,10 +162,16 @@ def load_or_compute(
     entries = cached.get("datasets", {}) if cached.get("key") == key else {}
     changed = False
     for dataset in datasets:
-        if dataset not in entries:
-            if log and toy_set(dataset):
-                log(f"reference rows and W1 floor for {dataset} ({pairs} pairs)...")
-            entries[dataset] = compute(dataset, n, seeds, pairs)
+        image = image_metrics(dataset, metrics)
+        definition = {"metrics": list(image), "bindings": list(bindings)} if image else None
+        entry = entries.get(dataset, ...)
+        if entry is ... or (image and (entry or {}).get("definition") != definition):
+            if log and (toy_set(dataset) or image):
+                what = f"W1 floor ({pairs} pairs)" if toy_set(dataset) else ", ".join(image)
+                log(f"reference rows for {dataset}: {what}...")
+            entries[dataset] = compute(dataset, n, seeds, pairs, metrics, bindings)
+            if image:
+                entries[dataset]["definition"] = definition
             changed = True
     if changed:
         tmp = path.with_suffix(".json.tmp")
