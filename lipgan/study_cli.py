@@ -29,8 +29,10 @@ from lipgan.cli_shared import StudyDir, check_constraints, executor_options, mak
     "--dataset",
     "datasets",
     multiple=True,
-    metavar="NAME",
-    help="ring, grid, 8gaussians, 25gaussians, swissroll, digits (repeatable; default: ring, grid).",
+    metavar="NAME|PATH",
+    help="ring, grid, 8gaussians, 25gaussians, swissroll, digits, or a .npy/.npz file of your "
+    "own: examples under 'x', optional 'modes' [K, d] and 'mode_std' (docs/study.md, \"Your own "
+    'data"; repeatable; default: ring, grid).',
 )
 @click.option("--seeds", type=click.IntRange(min=1), help="Seeds per cell (default 10).")
 @click.option(
@@ -88,8 +90,16 @@ def study(
     report_only,
 ):
     """Train constraint × seed × data set, each cell an ordinary run; write study.json/md/png."""
-    from lipgan.plugins import load_registry
     from lipgan.study import EVAL_EVERY, QUICK, StudySpec, default_constraints, run_study
+    from lipgan.study.own_data import is_path
+
+    files = [d for d in datasets if is_path(d)]
+    datasets = tuple(d for d in datasets if not is_path(d))
+    if files and not datasets:  # --quick's and the default data sets only when none is given
+        datasets = ()
+    elif not datasets:
+        datasets = None
+    from lipgan.plugins import load_registry
 
     registry = load_registry().registry
     constraints = check_constraints(constraints, registry) or default_constraints(registry)
@@ -97,7 +107,7 @@ def study(
     defaults = QUICK if quick else {"seeds": 10, "steps": None, "datasets": ["ring", "grid"]}
     spec = StudySpec(
         constraints=tuple(constraints),
-        datasets=tuple(datasets or defaults["datasets"]),
+        datasets=tuple(defaults["datasets"] if datasets is None else datasets),
         seeds=seeds or defaults["seeds"],
         steps=steps or defaults["steps"],
         bindings=tuple(bindings),
@@ -125,6 +135,7 @@ def study(
         command=command,
         executor=cells,
         report_only=report_only,
+        data=files or None,
     )
     if not quiet:
         click.echo(report.paths["markdown"].read_text())

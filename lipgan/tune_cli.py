@@ -29,8 +29,9 @@ from lipgan.cli_shared import StudyDir, check_constraints, executor_options, mak
     "--dataset",
     "datasets",
     multiple=True,
-    metavar="NAME",
-    help="ring, grid, 8gaussians, 25gaussians, swissroll (repeatable; default: ring, grid).",
+    metavar="NAME|PATH",
+    help="ring, grid, 8gaussians, 25gaussians, swissroll, or a .npy/.npz file of vectors of your "
+    'own (docs/study.md, "Your own data"; repeatable; default: ring, grid).',
 )
 @click.option(
     "--configs",
@@ -152,8 +153,12 @@ def tune(
     report_only,
 ):
     """Search each constraint's hyper-parameters, re-run the best over seeds; write tune.md/png."""
-    from lipgan.plugins import load_registry
     from lipgan.study import tune as tuned
+    from lipgan.study.own_data import is_path
+
+    files = [d for d in datasets if is_path(d)]
+    named = tuple(d for d in datasets if not is_path(d))
+    from lipgan.plugins import load_registry
 
     registry = load_registry().registry
     given = check_constraints(constraints, registry)
@@ -163,7 +168,7 @@ def tune(
     constraints = given or tuned.default_constraints(registry)
     spec = tuned.TuneSpec(
         constraints=tuple(constraints),
-        datasets=tuple(datasets or ("ring", "grid")),
+        datasets=named if (named or files) else ("ring", "grid"),
         configs=configs,
         search_steps=search_steps,
         seeds=seeds,
@@ -175,7 +180,8 @@ def tune(
         rungs=rungs,
         search_seeds=search_seeds,
     )
-    spec.check()
+    if not files:  # one line before an executor starts (a user file is checked when loaded)
+        spec.check()
     cells = make_executor(
         executor,
         "tune",
@@ -197,7 +203,9 @@ def tune(
         command=command,
         report_only=report_only,
         shared=tuple(shared),
+        data=files or None,
     )
+    spec = report.spec  # with the user data sets, if any
     if bench:
         from lipgan.study import row_bench
 

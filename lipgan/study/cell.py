@@ -34,7 +34,7 @@ import numpy as np
 from lipgan.errors import Interrupted, RunDirError, first_line
 from lipgan.interrupt import ORPHAN_ENV, stop_when_orphaned
 from lipgan.progress import Progress
-from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES
+from lipgan.study.spec import DATASETS, EVAL_EVERY, EVAL_SAMPLES
 
 
 class Timing(Progress):
@@ -128,12 +128,20 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
     # user passed with --bind come last and still win).
     schedule = config.stretched_schedules(gin_files, spec.steps, registry)
     config.parse(gin_files, schedule + bindings, registry)
+    own = None
+    if spec.dataset not in DATASETS:  # a user data set: measured on its held-out rows
+        from lipgan.study.own_data import cell_data_path
+        from lipgan.study.own_metrics import cell_metrics
+
+        path = cell_data_path(spec.dataset)
+        own = lambda trainer, generator: cell_metrics(trainer, path, generator)  # noqa: E731
     # `lipgan run`'s call (same settings, run dir checks, checkpoints, resume, gin record).
     return measure(
         lambda timing: config.train_configured(run_dir=run_dir, progress=timing),
         run_dir,
         eval_samples=spec.eval_samples,
         eval_every=spec.eval_every,
+        evaluate=own,
     )
 
 
@@ -192,9 +200,11 @@ def timing_of(timing: Timing, train_seconds: float, step: int, run_dir: Path) ->
     return {**dict.fromkeys(TIMING_KEYS), "timing_lost": lost}
 
 
-def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
+def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int, evaluate=None) -> dict:
     """Call ``fit(progress)`` (a fit of one trainer in ``run_dir``) with the cell's clock and
-    curve, then evaluate what it trained on ``eval_samples``: the cell's result."""
+    curve, then evaluate what it trained on ``eval_samples``: the cell's result. ``evaluate``:
+    ``(trainer, generator) -> metrics`` instead of the registered metrics (a user data set's,
+    against its held-out rows: :mod:`lipgan.study.own_metrics`)."""
     from lipgan import evaluation
     from lipgan.study.curve import NO_EMA, points, read
 
@@ -211,6 +221,8 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
     began = time.perf_counter()
 
     def measured(generator=None) -> dict:
+        if evaluate is not None:
+            return evaluate(trainer, generator)
         # The study computes the W1 floor once per data set from many pairs (report.references).
         values = evaluation.evaluate(
             trainer.wgan,
@@ -228,7 +240,7 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
     if trainer.wgan.generator_ema is not None:  # the raw generator too (lipgan.study.curve.NO_EMA)
         metrics[NO_EMA] = measured(trainer.wgan.generator)
     fake = trainer.sample(eval_samples)  # the same fixed-noise samples evaluate() used
-    if trainer.wgan.data_shape == (2,):
+    if len(trainer.wgan.data_shape) == 1:  # points (a figure draws the first two coordinates)
         np.save(run_dir / "samples.npy", np.asarray(fake, np.float32))
     else:  # images: the first 64 for the report's sample grid
         np.save(run_dir / "samples.npy", np.asarray(fake[:64], np.float32))

@@ -14,6 +14,8 @@ exact W1 and the curve's sliced W1 against a real sample of the same size. The W
 computed once per data set from :data:`FLOOR_PAIRS` real-vs-real pairs with its standard error
 (:func:`lipgan.metrics.toy.w1_floor_stats`). Everything is deterministic in (data set, n, seeds),
 so ``OUT/references.json`` is only a cache: a report rebuilt without it computes the same rows.
+A data set the user brings has the same rows against its held-out rows
+(:mod:`lipgan.study.own_metrics`).
 """
 
 from __future__ import annotations
@@ -138,6 +140,15 @@ def compute(dataset: str, n: int, seeds: int, pairs: int = FLOOR_PAIRS) -> dict 
     }
 
 
+def own_data_file(out: Path, dataset: str) -> Path | None:
+    """The frozen copy of a user data set in the study dir ``out``, None for a named set."""
+    from lipgan.study.own_data import frozen_path
+    from lipgan.study.spec import DATASETS
+
+    path = frozen_path(out, dataset)
+    return path if dataset not in DATASETS and path.is_file() else None
+
+
 def load_or_compute(
     out: Path, datasets, n: int, seeds: int, log=None, pairs: int = FLOOR_PAIRS
 ) -> dict:
@@ -153,9 +164,15 @@ def load_or_compute(
     changed = False
     for dataset in datasets:
         if dataset not in entries:
-            if log and toy_set(dataset):
+            own = own_data_file(out, dataset)
+            if log and (toy_set(dataset) or own):
                 log(f"reference rows and W1 floor for {dataset} ({pairs} pairs)...")
-            entries[dataset] = compute(dataset, n, seeds, pairs)
+            if own:  # a user data set: against its held-out rows (lipgan.study.own_metrics)
+                from lipgan.study.own_metrics import references as own_references
+
+                entries[dataset] = own_references(own, seeds, pairs)
+            else:
+                entries[dataset] = compute(dataset, n, seeds, pairs)
             changed = True
     if changed:
         tmp = path.with_suffix(".json.tmp")

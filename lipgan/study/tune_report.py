@@ -183,6 +183,8 @@ def markdown(
         uniform = uniform_reference(ref_stats)
         target = TARGETS.get(dataset)
         lines += [f"## {dataset}", ""]
+        if ref.get("about"):  # a user data set (lipgan.study.own_metrics)
+            lines += [ref["about"], ""]
         head = [
             "constraint",
             "chosen config",
