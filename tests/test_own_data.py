@@ -92,7 +92,8 @@ def _write(tmp_path, name, **arrays):
         ("a.npy", {"x": np.zeros((600, 2), bool)}, "dtype bool"),
         ("a.npy", {"x": np.zeros((600, 16, 12))}, "images of shape 16x12x1"),
         ("a.npy", {"x": np.zeros((600, 8, 8, 3), np.int32)}, "dtype int32 have no agreed range"),
-        ("a.npy", {"x": np.full((600, 8, 8), 255.0)}, "float images in [255, 255]"),
+        ("a.npy", {"x": np.arange(600 * 64.0).reshape(600, 8, 8)}, "float images in [0, 3.84e+04]"),
+        ("a.npy", {"x": np.ones((600, 2))}, "every row is the same"),
         ("a.npz", {"x": _points(), "modes": np.zeros((4, 3))}, "expected [K, 2] mode centres"),
         ("a.npz", {"x": _points(), "modes": MODES, "mode_std": -1.0}, "one positive number"),
         ("a.npz", {"x": _points(), "mode_std": 0.1}, "'mode_std' without 'modes'"),
@@ -126,7 +127,7 @@ def test_a_mode_std_not_given_is_the_mixtures_sigma():
 
 
 def test_images_are_held_out_no_more_than_an_exact_w1_affords():
-    own, _ = _load(np.zeros((9000, 32, 32, 3), np.uint8))
+    own, _ = _load(np.arange(900 * 3072).reshape(900, 32, 32, 3).astype(np.uint8))
     # n² · 3072 ≤ 2048² · 64: n = 295, so every image W1 is exact and compares with its floor
     assert own.held_out == 295 and own.held_out**2 * 3072 <= own_data.EXACT_W1_MAX_TERMS
 
@@ -205,6 +206,9 @@ def test_the_frozen_copy_trains_on_its_training_rows_only(tmp_path):
 def test_tune_refuses_images_in_one_line():
     from lipgan.study import tune
 
-    spec, _ = own_data.attach(tune.TuneSpec(("gradient_penalty",), ()), np.zeros((600, 8, 8)))
+    spec, _ = own_data.attach(
+        tune.TuneSpec(("gradient_penalty",), ()),
+        np.random.default_rng(0).uniform(-1, 1, (600, 8, 8)),
+    )
     with pytest.raises(ConfigError, match="holds images"):
         spec.check()

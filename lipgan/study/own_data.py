@@ -181,6 +181,8 @@ def to_float32(x: np.ndarray, where: str) -> tuple[np.ndarray, str]:
     bad = int(np.size(x) - np.count_nonzero(np.isfinite(x)))
     if bad:
         _fail(where, f"{bad} non-finite value(s) (NaN or inf); drop or fix those rows")
+    if len(x) and (x == x[:1]).all():
+        _fail(where, "every row is the same; there is no distribution to learn")
     if kind == "images" and (x.min() < -1.0 - 1e-6 or x.max() > 1.0 + 1e-6):
         _fail(
             where,
