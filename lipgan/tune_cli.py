@@ -211,7 +211,7 @@ def tune(
 
         if len(report.final) < len(tuned.replicate_cells(spec, report.chosen)):
             raise click.UsageError("--bench needs the finished study (run it first)")
-        measured = row_bench.measure(spec, report.chosen, log=log)
+        measured = row_bench.measure(spec, report.chosen, log=log, data_dir=Path(out) / "data")
         row_bench.write(Path(out), {**measured, "command": command})
         report = tuned.run_tune(
             spec, out, log=log, command=command, report_only=True, shared=tuple(shared)

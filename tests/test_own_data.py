@@ -119,6 +119,14 @@ def test_a_missing_file_a_folder_and_a_pickle_are_one_line(tmp_path):
     (tmp_path / "junk.npz").write_text("not a zip")
     with pytest.raises(ConfigError, match="not a readable"):
         _load(tmp_path / "junk.npz")
+    np.savez(tmp_path / "cut.npz", x=_points())
+    whole = (tmp_path / "cut.npz").read_bytes()
+    (tmp_path / "cut.npz").write_bytes(whole[:100] + bytes(200) + whole[300:])  # a damaged member
+    with pytest.raises(ConfigError, match="cut.npz: not"):
+        _load(tmp_path / "cut.npz")
+    np.savez(tmp_path / "modes.npz", modes=MODES)  # the modes alone are no examples
+    with pytest.raises(ConfigError, match="holds arrays modes; put the examples under 'x'"):
+        _load(tmp_path / "modes.npz")
 
 
 def test_a_mode_std_not_given_is_the_mixtures_sigma():

@@ -82,7 +82,7 @@ def test_a_study_and_a_tune_on_your_own_npz(tmp_path):
     _npz(data, seed=1)
     _one_line_refusal(CliRunner().invoke(cli, args), "pts.npz changed since the study in")
     assert (out / "spec.json").read_text() == before
-    assert not any((out / "data").glob("pts-*.npz") - {out / "data" / f"{name}.npz"})
+    assert set((out / "data").glob("pts-*.npz")) == {out / "data" / f"{name}.npz"}
 
     tuned = tmp_path / "tuned"
     args = ["tune", "--dataset", str(data), "--constraint", "gradient_penalty", "--configs", "1"]

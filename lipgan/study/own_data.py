@@ -111,14 +111,15 @@ def read_file(path: str | Path) -> dict:
         _fail(where, "not a file")
     try:
         loaded = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
+    except Exception as exc:  # noqa: BLE001 - OSError, ValueError, EOFError, BadZipFile...
         why = (str(exc).splitlines() or [type(exc).__name__])[0]
         _fail(where, f"not a readable .npy/.npz ({why})")
     if isinstance(loaded, np.ndarray):
         return {X_KEY: loaded}
     with loaded:
         keys = list(loaded.files)
-        key = X_KEY if X_KEY in keys else (keys[0] if len(keys) == 1 else None)
+        alone = keys[0] if len(keys) == 1 and keys[0] not in (MODES_KEY, MODE_STD_KEY) else None
+        key = X_KEY if X_KEY in keys else alone
         if key is None:
             _fail(
                 where,
@@ -130,8 +131,9 @@ def read_file(path: str | Path) -> dict:
             for extra in (MODES_KEY, MODE_STD_KEY):
                 if extra in keys and extra != key:
                     out[extra] = loaded[extra]
-        except ValueError as exc:  # an object array: np.load refuses pickles
-            _fail(where, f"not plain numbers ({(str(exc).splitlines() or [''])[0]})")
+        except Exception as exc:  # noqa: BLE001 - a pickle np.load refuses, a damaged member
+            why = (str(exc).splitlines() or [type(exc).__name__])[0]
+            _fail(where, f"not plain numbers, or damaged ({why})")
     return out
 
 
@@ -262,7 +264,7 @@ def python_arrays(data, data_key: str | None = None) -> np.ndarray:
     from lipgan.data.adapt import examples
 
     ds = examples(data, data_key)  # float32, integers scaled by dtype, one-line errors
-    return np.stack([np.asarray(e) for e in ds.as_numpy_iterator()])
+    return np.concatenate(list(ds.batch(4096).as_numpy_iterator()))
 
 
 def _stem(text: str) -> str:
@@ -382,9 +384,10 @@ def read_frozen(path: Path) -> tuple[dict, dict]:
     return json.loads(str(arrays.pop("meta"))), arrays
 
 
-def cell_data_path(name: str) -> Path:
-    """The frozen copy a cell trains on: ``$LIPGAN_STUDY_DATA/<name>.npz`` (set by the runner)."""
-    folder = os.environ.get(DATA_ENV)
+def cell_data_path(name: str, folder=None) -> Path:
+    """The frozen copy a cell trains on: ``folder/<name>.npz``, by default in
+    ``$LIPGAN_STUDY_DATA`` (which the runner sets for each cell)."""
+    folder = folder or os.environ.get(DATA_ENV)
     if not folder:
         raise ConfigError(
             f"unknown study data set {name!r}: not a named set, and no {DATA_ENV} folder "
@@ -393,9 +396,9 @@ def cell_data_path(name: str) -> Path:
     return Path(folder) / f"{name}.npz"
 
 
-def cell_config(name: str) -> tuple[str, list[str]]:
+def cell_config(name: str, folder=None) -> tuple[str, list[str]]:
     """(gin config, data bindings) of a cell on the user data set ``name``."""
-    path = cell_data_path(name).absolute()
+    path = cell_data_path(name, folder).absolute()
     meta, _ = read_frozen(path)
     bindings = ["train.dataset = @array_file()", f"array_file.path = {str(path)!r}"]
     if meta["kind"] == "vectors":

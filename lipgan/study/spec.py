@@ -142,8 +142,9 @@ class Cell:
         same = {**recorded, "steps": self.steps} == self.as_dict()
         return same and isinstance(steps, int) and steps < self.steps
 
-    def gin(self) -> tuple[list[str], list[str]]:
-        """(gin files, bindings) of this cell's run."""
+    def gin(self, data_dir=None) -> tuple[list[str], list[str]]:
+        """(gin files, bindings) of this cell's run; ``data_dir``: where a user data set's frozen
+        copy is (default: ``$LIPGAN_STUDY_DATA``, set for a cell by the runner)."""
         from lipgan.bench.sweep import parse_spec
 
         if self.dataset in DATASETS:
@@ -152,7 +153,7 @@ class Cell:
         else:  # a user data set: its study's frozen copy says which config (own_data)
             from lipgan.study.own_data import cell_config
 
-            (config, data_bindings), dataset_name = cell_config(self.dataset), None
+            (config, data_bindings), dataset_name = cell_config(self.dataset, data_dir), None
         name, kwargs = parse_spec(self.constraint)
         bindings = [f"train.constraint = @{name}()", *PAPER_OPTIMIZERS.get(name, ())]
         # ``key=value`` sets the constraint's own parameter; a dotted key is a whole binding
