@@ -220,3 +220,18 @@ def test_tune_refuses_images_in_one_line():
     )
     with pytest.raises(ConfigError, match="holds images"):
         spec.check()
+
+
+def test_the_report_names_the_data_and_claims_no_curve_it_does_not_have(tmp_path):
+    from lipgan.study import tables
+
+    own, arrays = _load(_points(900), name="pts")
+    own_data.freeze([tmp_path], own, arrays)
+    ref = own_metrics.references(own_data.frozen_path(tmp_path, own.name), seeds=1, pairs=2)
+    cell = {"dataset": own.name, "constraint": "gp", "seed": 0, "steps": 20}
+    result = {"status": "ok", "cell": cell, "metrics": {"w1": 0.5, "critic_wasserstein": 0.4}}
+    spec = {"seeds": 1, "eval_samples": 2500, "eval_every": 250}
+    md = tables.markdown(spec, [result], references={own.name: ref})
+    assert ref["about"] in md and "W1 floor (real vs real, n = 300, 2 pairs)" in md
+    assert "Quality curve" not in md  # own data has none, whatever --eval-every says
+    assert "| gp | 0.500 | 0.80 |" in md  # W1, then the critic gap over it

@@ -139,7 +139,7 @@ def markdown(
         f"half the modes are captured or the reverse KL of the mode histogram exceeds {COLLAPSE_KL}."
     )
     lines += [budget, ""]
-    if spec.get("eval_every"):
+    if spec.get("eval_every") and any(r.get("curve") for r in results):  # none on own data
         lines += [
             f"Quality curve: every {spec['eval_every']} iterations (modes, high quality, reverse KL "
             "on the same samples as the final evaluation; a sliced W1); *to target*: the median "
