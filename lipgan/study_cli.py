@@ -90,24 +90,20 @@ def study(
     report_only,
 ):
     """Train constraint × seed × data set, each cell an ordinary run; write study.json/md/png."""
+    from lipgan.plugins import load_registry
     from lipgan.study import EVAL_EVERY, QUICK, StudySpec, default_constraints, run_study
     from lipgan.study.own_data import is_path
 
-    files = [d for d in datasets if is_path(d)]
-    datasets = tuple(d for d in datasets if not is_path(d))
-    if files and not datasets:  # --quick's and the default data sets only when none is given
-        datasets = ()
-    elif not datasets:
-        datasets = None
-    from lipgan.plugins import load_registry
-
+    files = [d for d in datasets if is_path(d)]  # your own data (lipgan.study.own_data)
+    named = tuple(d for d in datasets if not is_path(d))
     registry = load_registry().registry
     constraints = check_constraints(constraints, registry) or default_constraints(registry)
     # steps None: every data set trains for its own config's train.steps.
     defaults = QUICK if quick else {"seeds": 10, "steps": None, "datasets": ["ring", "grid"]}
     spec = StudySpec(
         constraints=tuple(constraints),
-        datasets=tuple(defaults["datasets"] if datasets is None else datasets),
+        # --quick's or the default data sets only when none is given
+        datasets=named if (named or files) else tuple(defaults["datasets"]),
         seeds=seeds or defaults["seeds"],
         steps=steps or defaults["steps"],
         bindings=tuple(bindings),

@@ -153,13 +153,12 @@ def tune(
     report_only,
 ):
     """Search each constraint's hyper-parameters, re-run the best over seeds; write tune.md/png."""
+    from lipgan.plugins import load_registry
     from lipgan.study import tune as tuned
     from lipgan.study.own_data import is_path
 
-    files = [d for d in datasets if is_path(d)]
+    files = [d for d in datasets if is_path(d)]  # your own data (lipgan.study.own_data)
     named = tuple(d for d in datasets if not is_path(d))
-    from lipgan.plugins import load_registry
-
     registry = load_registry().registry
     given = check_constraints(constraints, registry)
     if not given:
