@@ -110,17 +110,26 @@ def study(
         eval_every=eval_every if eval_every is not None else defaults.get("eval_every", EVAL_EVERY),
         smoke_test=quick,
     )
-    cells = make_executor(
-        executor,
-        "study",
-        registry,
-        jobs=jobs,
-        ray_address=ray_address,
-        cell_resources=cell_resources,
-        storage=storage,
+    # --report-only runs nothing, so it needs no executor (nor Ray for one)
+    cells = (
+        None
+        if report_only
+        else make_executor(
+            executor,
+            "study",
+            registry,
+            jobs=jobs,
+            ray_address=ray_address,
+            cell_resources=cell_resources,
+            storage=storage,
+        )
     )
     log = None if quiet else (lambda line: click.echo(line, err=True))
-    command = "lipgan study " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    # the study's command, not this invocation's: a report rebuilt with --report-only says how
+    # its cells were made
+    command = "lipgan study " + " ".join(
+        shlex.quote(a) for a in sys.argv[2:] if a != "--report-only"
+    )
     report = run_study(
         spec,
         out,

@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from lipgan.study.figure import figure
+from lipgan.study.pacgan4 import LAST_K, MEANS
 from lipgan.study.spec import dumps
-from lipgan.study.summary import COLLAPSE_KL, TARGETS, cell_values, is_collapsed, summarize
+from lipgan.study.summary import COLLAPSE_KL, THRESHOLDS, cell_values, is_collapsed, summarize
 from lipgan.study.tables import markdown
 
 
@@ -40,7 +41,8 @@ def write(
         "spec": spec,
         "command": command,
         "collapse_rule": f"modes captured < half, or reverse KL > {COLLAPSE_KL}",
-        "targets": TARGETS,
+        "thresholds": THRESHOLDS,
+        "pacgan4_means": {"means": MEANS, "last_k": LAST_K},
         "summary": summarize(results),
         "references": references,
         "cells": cells,
