@@ -232,6 +232,7 @@ def test_the_report_names_the_data_and_claims_no_curve_it_does_not_have(tmp_path
     result = {"status": "ok", "cell": cell, "metrics": {"w1": 0.5, "critic_wasserstein": 0.4}}
     spec = {"seeds": 1, "eval_samples": 2500, "eval_every": 250}
     md = tables.markdown(spec, [result], references={own.name: ref})
-    assert ref["about"] in md and "W1 floor (real vs real, n = 300, 2 pairs)" in md
+    assert ref["about"] in md and "W1 floor (real vs real, n = 300): **" in md
+    assert "(SD over 2 pairs)" in md
     assert "Quality curve" not in md  # own data has none, whatever --eval-every says
     assert "| gp | 0.500 | 0.80 |" in md  # W1, then the critic gap over it
