@@ -30,9 +30,23 @@ from lipgan.cli_shared import StudyDir, check_constraints, executor_options, mak
     "datasets",
     multiple=True,
     metavar="NAME|PATH",
-    help="ring, grid, 8gaussians, 25gaussians, swissroll, digits, or a .npy/.npz file of your "
-    "own: examples under 'x', optional 'modes' [K, d] and 'mode_std' (docs/study.md, \"Your own "
-    'data"; repeatable; default: ring, grid).',
+    help="ring, grid, 8gaussians, 25gaussians, swissroll, digits, cifar10, or a .npy/.npz file of "
+    "your own: examples under 'x', optional 'modes' [K, d] and 'mode_std' (docs/study.md, \"Your "
+    'own data"; repeatable; default: ring, grid).',
+)
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="NAME",
+    help="A registered metric the image data sets' rows record (repeatable; `lipgan plugins` "
+    "lists them; default: digits' classifier FD/KID, and fid, is, kid, prdc on cifar10, whose "
+    "Inception weights must be here before training).",
+)
+@click.option(
+    "--eval-samples",
+    type=click.IntRange(min=2),
+    help="Samples per evaluation (default 2,500, PacGAN's protocol; the papers' FID: 50,000).",
 )
 @click.option("--seeds", type=click.IntRange(min=1), help="Seeds per cell (default 10).")
 @click.option(
@@ -73,6 +87,8 @@ from lipgan.cli_shared import StudyDir, check_constraints, executor_options, mak
 def study(
     constraints,
     datasets,
+    metrics,
+    eval_samples,
     seeds,
     steps,
     eval_every,
@@ -91,7 +107,14 @@ def study(
 ):
     """Train constraint × seed × data set, each cell an ordinary run; write study.json/md/png."""
     from lipgan.plugins import load_registry
-    from lipgan.study import EVAL_EVERY, QUICK, StudySpec, default_constraints, run_study
+    from lipgan.study import (
+        EVAL_EVERY,
+        EVAL_SAMPLES,
+        QUICK,
+        StudySpec,
+        default_constraints,
+        run_study,
+    )
     from lipgan.study.own_data import is_path
 
     files = [d for d in datasets if is_path(d)]  # your own data (lipgan.study.own_data)
@@ -108,7 +131,9 @@ def study(
         steps=steps or defaults["steps"],
         bindings=tuple(bindings),
         eval_every=eval_every if eval_every is not None else defaults.get("eval_every", EVAL_EVERY),
+        eval_samples=eval_samples or EVAL_SAMPLES,
         smoke_test=quick,
+        metrics=tuple(dict.fromkeys(metrics)),
     )
     # --report-only runs nothing, so it needs no executor (nor Ray for one)
     cells = (

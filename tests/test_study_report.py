@@ -75,7 +75,8 @@ def test_reference_rows_with_the_study_protocol_and_a_floor_with_its_error():
     assert all(c["modes_covered"] == 8 for c in rows[references.SUPPORT]["cells"])
     floor = references.compute("ring", 1000, seeds=1, pairs=4)["floor"]
     assert floor["pairs"] == 4 and floor["se"] > 0 and 0 < floor["mean"] < 0.2
-    assert references.compute("digits", 1000, seeds=1) is None
+    # neither points nor images: no rows (image data sets': tests/test_image_study.py)
+    assert references.compute("no_such_data_set", 1000, seeds=1) is None
 
 
 def test_time_to_target_is_the_first_curve_point_meeting_all_three_and_a_censored_median():

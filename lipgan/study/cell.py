@@ -113,7 +113,7 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
     """Train and measure a cell given as its JSON dict (gin files and bindings, :class:`Cell`)."""
     from lipgan import config
     from lipgan.plugins import load_registry
-    from lipgan.study.spec import Cell
+    from lipgan.study.spec import Cell, image_metrics
 
     threads = int(os.environ.get("LIPGAN_STUDY_THREADS", "0"))
     if threads:
@@ -141,6 +141,7 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
         run_dir,
         eval_samples=spec.eval_samples,
         eval_every=spec.eval_every,
+        metrics=image_metrics(spec.dataset, spec.metrics),
         evaluate=own,
     )
 
@@ -152,14 +153,17 @@ def train_cell(
     *,
     eval_samples: int = EVAL_SAMPLES,
     eval_every: int = EVAL_EVERY,
+    metrics: tuple[str, ...] = (),
 ) -> dict:
     """Train ``trainer`` (a :class:`lipgan.Trainer` made from Python objects) to ``steps`` in
-    ``run_dir`` and measure it as a study cell; the result :func:`run_cell` returns. No gin."""
+    ``run_dir`` and measure it as a study cell; the result :func:`run_cell` returns. No gin.
+    ``metrics``: scores recorded beside the default metrics (a study's image scores)."""
     return measure(
         lambda timing: trainer.fit(steps, run_dir=run_dir, progress=timing),
         Path(run_dir),
         eval_samples=eval_samples,
         eval_every=eval_every,
+        metrics=metrics,
     )
 
 
@@ -200,11 +204,20 @@ def timing_of(timing: Timing, train_seconds: float, step: int, run_dir: Path) ->
     return {**dict.fromkeys(TIMING_KEYS), "timing_lost": lost}
 
 
-def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int, evaluate=None) -> dict:
+def measure(
+    fit,
+    run_dir: Path,
+    *,
+    eval_samples: int,
+    eval_every: int,
+    metrics: tuple[str, ...] = (),
+    evaluate=None,
+) -> dict:
     """Call ``fit(progress)`` (a fit of one trainer in ``run_dir``) with the cell's clock and
-    curve, then evaluate what it trained on ``eval_samples``: the cell's result. ``evaluate``:
-    ``(trainer, generator) -> metrics`` instead of the registered metrics (a user data set's,
-    against its held-out rows: :mod:`lipgan.study.own_metrics`)."""
+    curve, then evaluate what it trained on ``eval_samples`` with the default metrics and
+    ``metrics`` (the study's image scores, :func:`lipgan.study.spec.image_metrics`): the cell's
+    result. ``evaluate``: ``(trainer, generator) -> metrics`` instead of the registered metrics
+    (a user data set's, against its held-out rows: :mod:`lipgan.study.own_metrics`)."""
     from lipgan import evaluation
     from lipgan.study.curve import NO_EMA, points, read
 
@@ -233,6 +246,7 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int, evaluate=
             inception_weights=trainer.inception_weights,
             w1_floor=False,
             generator=generator,
+            extra=metrics,
         )
         return {k.removeprefix("eval/"): v for k, v in values.items()}
 

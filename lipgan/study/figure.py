@@ -24,8 +24,8 @@ from lipgan.study.summary import (
     uniform_reference,
 )
 
-#: The metric that picks a constraint's median seed for the figure: W1 (toys), FD (digits).
-MEDIAN_BY = ("w1", "digits_fd")
+#: The metric that picks a constraint's median seed for the figure: W1 (toys), FD (digits), FID.
+MEDIAN_BY = ("w1", "digits_fd", "fid")
 
 
 def _median_cell(results: list[dict]) -> dict | None:

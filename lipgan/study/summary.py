@@ -33,8 +33,44 @@ COLUMNS = [
     ("digits_kid", "KID (digits)", 1.0, 4),
     ("classes_covered", "classes covered", 1.0, 1),
     ("class_reverse_kl", "class reverse KL", 1.0, 2),
+    # On FID's own 2015 Inception network (plugins/metrics.py: fid, is, kid, prdc).
+    ("fid", "FID", 1.0, 2),
+    ("inception_score", "IS", 1.0, 2),
+    ("kid_inception", "KID", 1.0, 4),
+    ("precision", "precision", 1.0, 3),
+    ("recall", "recall", 1.0, 3),
+    ("density", "density", 1.0, 3),
+    ("coverage", "coverage", 1.0, 3),
     ("seconds_per_iteration", "ms / iteration", 1000.0, 2),
 ]
+
+#: Keys of an image metric that are no score of their own: the spread within one evaluation
+#: (the rows show the spread over seeds) and the count a coverage is out of.
+NOT_SCORES = ("num_classes", "num_modes", "n")
+
+
+def extra_columns(references: dict | None) -> list[tuple]:
+    """Columns for the image scores a study records that :data:`COLUMNS` does not know (a
+    plugin's metric chosen with ``--metric``): every numeric key of the image data sets'
+    reference rows (which hold exactly the study's image metrics,
+    :mod:`lipgan.study.image_references`), titled by its key, in the order first seen."""
+    known = {key for key, *_ in COLUMNS}
+    keys: dict = {}
+    for ref in (references or {}).values():
+        if not (ref or {}).get("image"):
+            continue
+        for row in ref["rows"].values():
+            for cell in row["cells"]:
+                for key, value in cell.items():
+                    if (
+                        key not in known
+                        and key not in NOT_SCORES
+                        and not key.endswith("_std")
+                        and isinstance(value, (int, float))
+                    ):
+                        keys.setdefault(key, (key, key, 1.0, 4))
+    return list(keys.values())
+
 
 #: Stated thresholds for a curve's first crossing, its "iterations / seconds to threshold": the
 #: first curve point of a seed meeting all three. Near PacGAN4's level but relaxed (high quality
@@ -152,11 +188,12 @@ def mean_se(xs) -> tuple[float, float, int, int] | None:
     return float(np.mean(finite)), se, infinite, len(values)
 
 
-def summarize(results: list[dict], last_k: int = pacgan4.LAST_K) -> dict:
+def summarize(results: list[dict], last_k: int = pacgan4.LAST_K, extra=()) -> dict:
     """{data set: {constraint: {'stats': {column key: mean_se}, 'seeds', 'failed', 'collapsed',
     'late_change' (mean_se) and 'late_interval' (bootstrap), where the data set has thresholds:
     'to_target', and where PacGAN4 reported it: 'pacgan4' (:func:`lipgan.study.pacgan4.check`
-    of each seed's last ``last_k`` evaluations)}}}."""
+    of each seed's last ``last_k`` evaluations)}}}; ``extra``: columns beside :data:`COLUMNS`
+    (:func:`extra_columns`)."""
     out: dict = {}
     for r in results:
         cell = r["cell"]
@@ -183,7 +220,7 @@ def summarize(results: list[dict], last_k: int = pacgan4.LAST_K) -> dict:
         for row in rows.values():
             cells, reached, curved = row.pop("cells"), row.pop("reached"), row.pop("curved", 0)
             row["seeds"] = len(cells)
-            row["stats"] = _stats(cells)
+            row["stats"] = _stats(cells, extra)
             late = row.pop("late")
             row["late_change"] = mean_se(late)
             row["late_interval"] = bootstrap_interval(late)
@@ -199,10 +236,10 @@ def summarize(results: list[dict], last_k: int = pacgan4.LAST_K) -> dict:
     return out
 
 
-def _stats(cells: list[dict]) -> dict:
+def _stats(cells: list[dict], extra=()) -> dict:
     return {
         key: stat
-        for key, *_ in COLUMNS
+        for key, *_ in [*COLUMNS, *extra]
         if (stat := mean_se([c.get(key) for c in cells])) is not None
     }
 

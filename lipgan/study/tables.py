@@ -24,6 +24,7 @@ from lipgan.study.summary import (
     beats,
     ema_never_averaged,
     ema_note,
+    extra_columns,
     sd_of,
     summarize,
     threshold_text,
@@ -123,10 +124,11 @@ def markdown(
     references: dict | None = None,
     total: int | None = None,
 ) -> str:
-    from lipgan.study.references import BOX
+    from lipgan.study.references import BOX, toy_set
 
-    summary = summarize(results)
     references = references or {}
+    extra = extra_columns(references)
+    summary = summarize(results, extra=extra)
     lines = ["# lipgan constraint study", ""]
     if total is not None and len(results) < total:
         lines += [
@@ -152,7 +154,7 @@ def markdown(
         f"reverse KL of the mode histogram exceeds {COLLAPSE_KL}."
     )
     lines += [budget, ""]
-    if spec.get("eval_every") and any(r.get("curve") for r in results):  # none on own data
+    if spec.get("eval_every") and any(toy_set(r["cell"]["dataset"]) for r in results):
         lines += [
             f"Quality curve: every {spec['eval_every']} iterations (modes, high quality, reverse KL "
             "on the same samples as the final evaluation; a sliced W1); *iterations to* a "
@@ -164,9 +166,15 @@ def markdown(
         ]
     for dataset, rows in summary.items():
         ref = references.get(dataset)
-        ref_stats = {name: _stats(r["cells"]) for name, r in ref["rows"].items()} if ref else {}
+        ref_stats = (
+            {name: _stats(r["cells"], extra) for name, r in ref["rows"].items()} if ref else {}
+        )
         all_stats = [r["stats"] for r in rows.values()] + list(ref_stats.values())
-        keys = [c for c in COLUMNS if any(c[0] in st for st in all_stats) and c[0] != "w1_floor"]
+        keys = [
+            c
+            for c in [*COLUMNS, *extra]
+            if any(c[0] in st for st in all_stats) and c[0] != "w1_floor"
+        ]
         targets = dataset in THRESHOLDS and any("to_target" in r for r in rows.values())
         late = any(r["late_change"] for r in rows.values())
         head = ["constraint", *[title for _, title, *_ in keys]]
@@ -181,7 +189,13 @@ def markdown(
         lines += [f"## {dataset}", ""]
         if ref and ref.get("about"):  # a user data set (lipgan.study.own_metrics)
             lines += [ref["about"], ""]
-        if ref:
+        if ref and ref.get("image"):
+            lines += [
+                f"Image scores: {', '.join(f'`{m}`' for m in ref['metrics'])} (docs/metrics.md), "
+                f"on {spec['eval_samples']:,} samples against as many real ones.",
+                "",
+            ]
+        if ref and ref.get("floor"):
             floor = ref["floor"]
             sd = floor["se"] * math.sqrt(floor["pairs"])
             lines += [
@@ -224,7 +238,17 @@ def markdown(
                 + " | ".join(cols)
                 + f" | {seeds} | – | – |"
             )
-        if ref:
+        if ref and ref.get("image"):
+            lines += [
+                "",
+                "Italic rows learn nothing, scored on the same metrics and seeds: *real data* "
+                "is a second real sample disjoint from the first, the real-vs-real floor (what "
+                "a perfect generator scores; FID and KID are biased upward at small n, so it is "
+                "not 0; a data set with fewer than 2n examples gives it at n = half its size, "
+                "as the row says), and *uniform noise* is every pixel uniform on [−1, 1] "
+                "against the cells' real sample (what no training scores).",
+            ]
+        elif ref:
             lines += [
                 "",
                 "Italic rows learn nothing: samplers scored on the same metrics, sample count and "
