@@ -31,6 +31,7 @@ def _one_line_refusal(result, expected):
     assert len(lines) == 1 and expected in lines[0] and "Traceback" not in result.output, lines
 
 
+@pytest.mark.slow  # six CLI calls, each loading the plugins (tens of seconds under load)
 def test_bad_files_are_refused_in_one_line_before_anything_is_written(tmp_path):
     np.savez(tmp_path / "keys.npz", a=np.zeros((600, 2)), b=np.zeros(3))
     np.save(tmp_path / "nan.npy", np.full((600, 2), np.nan))
