@@ -219,7 +219,7 @@ def measure(
     result. ``evaluate``: ``(trainer, generator) -> metrics`` instead of the registered metrics
     (a user data set's, against its held-out rows: :mod:`lipgan.study.own_metrics`)."""
     from lipgan import evaluation
-    from lipgan.study.curve import NO_EMA, points, read
+    from lipgan.study.curve import NO_EMA, by_decay, points, read, samples_file
 
     started = time.perf_counter()
     timing = Timing(run_dir, eval_every, eval_samples)
@@ -252,12 +252,18 @@ def measure(
 
     metrics = measured()  # the sampler: the EMA when train.ema_decay is on
     if trainer.wgan.generator_ema is not None:  # the raw generator too (lipgan.study.curve.NO_EMA)
+        sampled = dict(metrics)
         metrics[NO_EMA] = measured(trainer.wgan.generator)
-    fake = trainer.sample(eval_samples)  # the same fixed-noise samples evaluate() used
-    if len(trainer.wgan.data_shape) == 1:  # points (a figure draws the first two coordinates)
-        np.save(run_dir / "samples.npy", np.asarray(fake, np.float32))
-    else:  # images: the first 64 for the report's sample grid
-        np.save(run_dir / "samples.npy", np.asarray(fake[:64], np.float32))
+        metrics.update(by_decay(trainer.wgan, measured, sampled))  # every decay (EMA_BY_DECAY)
+    kept = {"samples.npy": None}  # the sampler's; with several decays each other one's too
+    for decay in list(trainer.wgan.generator_emas)[1:]:
+        kept[samples_file(decay)] = f"ema:{decay}"
+    for name, generator in kept.items():
+        fake = trainer.sample(eval_samples, generator=generator)  # evaluate()'s fixed noise
+        if len(trainer.wgan.data_shape) == 1:  # points (a figure draws the first two coords)
+            np.save(run_dir / name, np.asarray(fake, np.float32))
+        else:  # images: the first 64 for the report's sample grid
+            np.save(run_dir / name, np.asarray(fake[:64], np.float32))
     result = {
         "status": "ok",
         "step": state.step,
