@@ -29,8 +29,24 @@ from lipgan.cli_shared import StudyDir, check_constraints, executor_options, mak
     "--dataset",
     "datasets",
     multiple=True,
+    metavar="NAME|PATH",
+    help="ring, grid, 8gaussians, 25gaussians, swissroll, digits, cifar10, or a .npy/.npz file of "
+    "your own: examples under 'x', optional 'modes' [K, d] and 'mode_std' (docs/study.md, \"Your "
+    'own data"; repeatable; default: ring, grid).',
+)
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
     metavar="NAME",
-    help="ring, grid, 8gaussians, 25gaussians, swissroll, digits (repeatable; default: ring, grid).",
+    help="A registered metric the image data sets' rows record (repeatable; `lipgan plugins` "
+    "lists them; default: digits' classifier FD/KID, and fid, is, kid, prdc on cifar10, whose "
+    "Inception weights must be here before training).",
+)
+@click.option(
+    "--eval-samples",
+    type=click.IntRange(min=2),
+    help="Samples per evaluation (default 2,500, PacGAN's protocol; the papers' FID: 50,000).",
 )
 @click.option("--seeds", type=click.IntRange(min=1), help="Seeds per cell (default 10).")
 @click.option(
@@ -71,6 +87,8 @@ from lipgan.cli_shared import StudyDir, check_constraints, executor_options, mak
 def study(
     constraints,
     datasets,
+    metrics,
+    eval_samples,
     seeds,
     steps,
     eval_every,
@@ -89,32 +107,54 @@ def study(
 ):
     """Train constraint × seed × data set, each cell an ordinary run; write study.json/md/png."""
     from lipgan.plugins import load_registry
-    from lipgan.study import EVAL_EVERY, QUICK, StudySpec, default_constraints, run_study
+    from lipgan.study import (
+        EVAL_EVERY,
+        EVAL_SAMPLES,
+        QUICK,
+        StudySpec,
+        default_constraints,
+        run_study,
+    )
+    from lipgan.study.own_data import is_path
 
+    files = [d for d in datasets if is_path(d)]  # your own data (lipgan.study.own_data)
+    named = tuple(d for d in datasets if not is_path(d))
     registry = load_registry().registry
     constraints = check_constraints(constraints, registry) or default_constraints(registry)
     # steps None: every data set trains for its own config's train.steps.
     defaults = QUICK if quick else {"seeds": 10, "steps": None, "datasets": ["ring", "grid"]}
     spec = StudySpec(
         constraints=tuple(constraints),
-        datasets=tuple(datasets or defaults["datasets"]),
+        # --quick's or the default data sets only when none is given
+        datasets=named if (named or files) else tuple(defaults["datasets"]),
         seeds=seeds or defaults["seeds"],
         steps=steps or defaults["steps"],
         bindings=tuple(bindings),
         eval_every=eval_every if eval_every is not None else defaults.get("eval_every", EVAL_EVERY),
+        eval_samples=eval_samples or EVAL_SAMPLES,
         smoke_test=quick,
+        metrics=tuple(dict.fromkeys(metrics)),
     )
-    cells = make_executor(
-        executor,
-        "study",
-        registry,
-        jobs=jobs,
-        ray_address=ray_address,
-        cell_resources=cell_resources,
-        storage=storage,
+    # --report-only runs nothing, so it needs no executor (nor Ray for one)
+    cells = (
+        None
+        if report_only
+        else make_executor(
+            executor,
+            "study",
+            registry,
+            jobs=jobs,
+            ray_address=ray_address,
+            cell_resources=cell_resources,
+            storage=storage,
+        )
     )
     log = None if quiet else (lambda line: click.echo(line, err=True))
-    command = "lipgan study " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    # the study's command, not this invocation's: a report rebuilt with --report-only says how
+    # its cells were made
+    command = "lipgan study " + " ".join(
+        shlex.quote(a) for a in sys.argv[2:] if a != "--report-only"
+    )
     report = run_study(
         spec,
         out,
@@ -125,6 +165,7 @@ def study(
         command=command,
         executor=cells,
         report_only=report_only,
+        data=files or None,
     )
     if not quiet:
         click.echo(report.paths["markdown"].read_text())

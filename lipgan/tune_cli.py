@@ -29,8 +29,9 @@ from lipgan.cli_shared import StudyDir, check_constraints, executor_options, mak
     "--dataset",
     "datasets",
     multiple=True,
-    metavar="NAME",
-    help="ring, grid, 8gaussians, 25gaussians, swissroll (repeatable; default: ring, grid).",
+    metavar="NAME|PATH",
+    help="ring, grid, 8gaussians, 25gaussians, swissroll, or a .npy/.npz file of vectors of your "
+    'own (docs/study.md, "Your own data"; repeatable; default: ring, grid).',
 )
 @click.option(
     "--configs",
@@ -75,6 +76,20 @@ from lipgan.cli_shared import StudyDir, check_constraints, executor_options, mak
     default=2,
     show_default=True,
     help="Halving: seeds of every config at every rung (their mean decides).",
+)
+@click.option(
+    "--search-seed",
+    type=click.IntRange(min=0, max=2**31 - 1),
+    help="Base of the search trials' seeds (trial k: N + k; halving: N + 100·seed + k; default: "
+    "1000 random, 2000 halving): a re-search with other seeds, into another --out.",
+)
+@click.option(
+    "--ema-decays",
+    default="0.999",
+    show_default=True,
+    metavar="D[,D...]",
+    help="The replicates' generator EMA decays, comma-separated: one averaged copy each in the "
+    "same runs, the first sampling; the report chooses among several by the search's score.",
 )
 @click.option(
     "--seeds",
@@ -134,6 +149,8 @@ def tune(
     eta,
     rungs,
     search_seeds,
+    search_seed,
+    ema_decays,
     seeds,
     steps,
     eval_every,
@@ -154,7 +171,10 @@ def tune(
     """Search each constraint's hyper-parameters, re-run the best over seeds; write tune.md/png."""
     from lipgan.plugins import load_registry
     from lipgan.study import tune as tuned
+    from lipgan.study.own_data import is_path
 
+    files = [d for d in datasets if is_path(d)]  # your own data (lipgan.study.own_data)
+    named = tuple(d for d in datasets if not is_path(d))
     registry = load_registry().registry
     given = check_constraints(constraints, registry)
     if not given:
@@ -163,7 +183,7 @@ def tune(
     constraints = given or tuned.default_constraints(registry)
     spec = tuned.TuneSpec(
         constraints=tuple(constraints),
-        datasets=tuple(datasets or ("ring", "grid")),
+        datasets=named if (named or files) else ("ring", "grid"),
         configs=configs,
         search_steps=search_steps,
         seeds=seeds,
@@ -174,19 +194,31 @@ def tune(
         eta=eta,
         rungs=rungs,
         search_seeds=search_seeds,
+        search_seed=search_seed,
+        ema_decay=tuned.parse_ema_decays(ema_decays),
     )
-    spec.check()
-    cells = make_executor(
-        executor,
-        "tune",
-        registry,
-        jobs=jobs,
-        ray_address=ray_address,
-        cell_resources=cell_resources,
-        storage=storage,
+    if not files:  # one line before an executor starts (a user file is checked when loaded)
+        spec.check()
+    # --report-only runs nothing, so it needs no executor (nor Ray for one)
+    cells = (
+        None
+        if report_only
+        else make_executor(
+            executor,
+            "tune",
+            registry,
+            jobs=jobs,
+            ray_address=ray_address,
+            cell_resources=cell_resources,
+            storage=storage,
+        )
     )
     log = None if quiet else (lambda line: click.echo(line, err=True))
-    command = "lipgan tune " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    # the study's command, not this invocation's: a report rebuilt with --report-only says how
+    # its cells were made
+    command = "lipgan tune " + " ".join(
+        shlex.quote(a) for a in sys.argv[2:] if a != "--report-only"
+    )
     report = tuned.run_tune(
         spec,
         out,
@@ -197,13 +229,15 @@ def tune(
         command=command,
         report_only=report_only,
         shared=tuple(shared),
+        data=files or None,
     )
+    spec = report.spec  # with the user data sets, if any
     if bench:
         from lipgan.study import row_bench
 
         if len(report.final) < len(tuned.replicate_cells(spec, report.chosen)):
             raise click.UsageError("--bench needs the finished study (run it first)")
-        measured = row_bench.measure(spec, report.chosen, log=log)
+        measured = row_bench.measure(spec, report.chosen, log=log, data_dir=Path(out) / "data")
         row_bench.write(Path(out), {**measured, "command": command})
         report = tuned.run_tune(
             spec, out, log=log, command=command, report_only=True, shared=tuple(shared)

@@ -34,7 +34,7 @@ import numpy as np
 from lipgan.errors import Interrupted, RunDirError, first_line
 from lipgan.interrupt import ORPHAN_ENV, stop_when_orphaned
 from lipgan.progress import Progress
-from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES
+from lipgan.study.spec import DATASETS, EVAL_EVERY, EVAL_SAMPLES
 
 
 class Timing(Progress):
@@ -113,7 +113,7 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
     """Train and measure a cell given as its JSON dict (gin files and bindings, :class:`Cell`)."""
     from lipgan import config
     from lipgan.plugins import load_registry
-    from lipgan.study.spec import Cell
+    from lipgan.study.spec import Cell, image_metrics
 
     threads = int(os.environ.get("LIPGAN_STUDY_THREADS", "0"))
     if threads:
@@ -128,12 +128,21 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
     # user passed with --bind come last and still win).
     schedule = config.stretched_schedules(gin_files, spec.steps, registry)
     config.parse(gin_files, schedule + bindings, registry)
+    own = None
+    if spec.dataset not in DATASETS:  # a user data set: measured on its held-out rows
+        from lipgan.study.own_data import cell_data_path
+        from lipgan.study.own_metrics import cell_metrics
+
+        path = cell_data_path(spec.dataset)
+        own = lambda trainer, generator: cell_metrics(trainer, path, generator)  # noqa: E731
     # `lipgan run`'s call (same settings, run dir checks, checkpoints, resume, gin record).
     return measure(
         lambda timing: config.train_configured(run_dir=run_dir, progress=timing),
         run_dir,
         eval_samples=spec.eval_samples,
         eval_every=spec.eval_every,
+        metrics=image_metrics(spec.dataset, spec.metrics),
+        evaluate=own,
     )
 
 
@@ -144,14 +153,17 @@ def train_cell(
     *,
     eval_samples: int = EVAL_SAMPLES,
     eval_every: int = EVAL_EVERY,
+    metrics: tuple[str, ...] = (),
 ) -> dict:
     """Train ``trainer`` (a :class:`lipgan.Trainer` made from Python objects) to ``steps`` in
-    ``run_dir`` and measure it as a study cell; the result :func:`run_cell` returns. No gin."""
+    ``run_dir`` and measure it as a study cell; the result :func:`run_cell` returns. No gin.
+    ``metrics``: scores recorded beside the default metrics (a study's image scores)."""
     return measure(
         lambda timing: trainer.fit(steps, run_dir=run_dir, progress=timing),
         Path(run_dir),
         eval_samples=eval_samples,
         eval_every=eval_every,
+        metrics=metrics,
     )
 
 
@@ -192,11 +204,22 @@ def timing_of(timing: Timing, train_seconds: float, step: int, run_dir: Path) ->
     return {**dict.fromkeys(TIMING_KEYS), "timing_lost": lost}
 
 
-def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
+def measure(
+    fit,
+    run_dir: Path,
+    *,
+    eval_samples: int,
+    eval_every: int,
+    metrics: tuple[str, ...] = (),
+    evaluate=None,
+) -> dict:
     """Call ``fit(progress)`` (a fit of one trainer in ``run_dir``) with the cell's clock and
-    curve, then evaluate what it trained on ``eval_samples``: the cell's result."""
+    curve, then evaluate what it trained on ``eval_samples`` with the default metrics and
+    ``metrics`` (the study's image scores, :func:`lipgan.study.spec.image_metrics`): the cell's
+    result. ``evaluate``: ``(trainer, generator) -> metrics`` instead of the registered metrics
+    (a user data set's, against its held-out rows: :mod:`lipgan.study.own_metrics`)."""
     from lipgan import evaluation
-    from lipgan.study.curve import NO_EMA, points, read
+    from lipgan.study.curve import NO_EMA, by_decay, points, read, samples_file
 
     started = time.perf_counter()
     timing = Timing(run_dir, eval_every, eval_samples)
@@ -211,6 +234,8 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
     began = time.perf_counter()
 
     def measured(generator=None) -> dict:
+        if evaluate is not None:
+            return evaluate(trainer, generator)
         # The study computes the W1 floor once per data set from many pairs (report.references).
         values = evaluation.evaluate(
             trainer.wgan,
@@ -221,17 +246,24 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
             inception_weights=trainer.inception_weights,
             w1_floor=False,
             generator=generator,
+            extra=metrics,
         )
         return {k.removeprefix("eval/"): v for k, v in values.items()}
 
     metrics = measured()  # the sampler: the EMA when train.ema_decay is on
     if trainer.wgan.generator_ema is not None:  # the raw generator too (lipgan.study.curve.NO_EMA)
+        sampled = dict(metrics)
         metrics[NO_EMA] = measured(trainer.wgan.generator)
-    fake = trainer.sample(eval_samples)  # the same fixed-noise samples evaluate() used
-    if trainer.wgan.data_shape == (2,):
-        np.save(run_dir / "samples.npy", np.asarray(fake, np.float32))
-    else:  # images: the first 64 for the report's sample grid
-        np.save(run_dir / "samples.npy", np.asarray(fake[:64], np.float32))
+        metrics.update(by_decay(trainer.wgan, measured, sampled))  # every decay (EMA_BY_DECAY)
+    kept = {"samples.npy": None}  # the sampler's; with several decays each other one's too
+    for decay in list(trainer.wgan.generator_emas)[1:]:
+        kept[samples_file(decay)] = f"ema:{decay}"
+    for name, generator in kept.items():
+        fake = trainer.sample(eval_samples, generator=generator)  # evaluate()'s fixed noise
+        if len(trainer.wgan.data_shape) == 1:  # points (a figure draws the first two coords)
+            np.save(run_dir / name, np.asarray(fake, np.float32))
+        else:  # images: the first 64 for the report's sample grid
+            np.save(run_dir / name, np.asarray(fake[:64], np.float32))
     result = {
         "status": "ok",
         "step": state.step,

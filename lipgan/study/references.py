@@ -14,6 +14,8 @@ exact W1 and the curve's sliced W1 against a real sample of the same size. The W
 computed once per data set from :data:`FLOOR_PAIRS` real-vs-real pairs with its standard error
 (:func:`lipgan.metrics.toy.w1_floor_stats`). Everything is deterministic in (data set, n, seeds),
 so ``OUT/references.json`` is only a cache: a report rebuilt without it computes the same rows.
+A data set the user brings has the same rows against its held-out rows
+(:mod:`lipgan.study.own_metrics`).
 """
 
 from __future__ import annotations
@@ -124,13 +126,24 @@ def evaluate(toy: str, n: int, seeds: int) -> dict:
     return out
 
 
-def compute(dataset: str, n: int, seeds: int, pairs: int = FLOOR_PAIRS) -> dict | None:
-    """``{'floor': {...}, 'rows': {...}}`` for a toy data set; None for the others."""
+def compute(
+    dataset: str, n: int, seeds: int, pairs: int = FLOOR_PAIRS, metrics=(), bindings=()
+) -> dict | None:
+    """``{'floor': {...}, 'rows': {...}}`` for a toy data set; for an image data set its rows
+    on the image ``metrics`` the study records (:mod:`lipgan.study.image_references`, its data
+    as ``bindings`` make it); None for the others."""
     from lipgan.metrics.toy import w1_floor_stats
+    from lipgan.study.spec import image_metrics
 
     toy = toy_set(dataset)
     if toy is None:
-        return None
+        if not image_metrics(dataset, metrics):
+            return None
+        from lipgan.study import image_references
+
+        return image_references.compute(
+            dataset, n, seeds, image_metrics(dataset, metrics), bindings
+        )
     return {
         "toy_set": toy,
         "floor": w1_floor_stats(toy, n, pairs=pairs),
@@ -138,11 +151,31 @@ def compute(dataset: str, n: int, seeds: int, pairs: int = FLOOR_PAIRS) -> dict 
     }
 
 
+def own_data_file(out: Path, dataset: str) -> Path | None:
+    """The frozen copy of a user data set in the study dir ``out``, None for a named set."""
+    from lipgan.study.own_data import frozen_path
+    from lipgan.study.spec import DATASETS
+
+    path = frozen_path(out, dataset)
+    return path if dataset not in DATASETS and path.is_file() else None
+
+
 def load_or_compute(
-    out: Path, datasets, n: int, seeds: int, log=None, pairs: int = FLOOR_PAIRS
+    out: Path,
+    datasets,
+    n: int,
+    seeds: int,
+    log=None,
+    pairs: int = FLOOR_PAIRS,
+    metrics=(),
+    bindings=(),
 ) -> dict:
     """{data set: reference dict or None}, read from ``out/references.json`` when it holds the
-    same definition, computed (and cached there) otherwise."""
+    same definition, computed (and cached there) otherwise. ``metrics`` and ``bindings`` (the
+    study's ``--metric`` and ``--bind``) define an image data set's rows, so they are part of
+    its entry's definition."""
+    from lipgan.study.spec import image_metrics
+
     path = Path(out) / "references.json"
     key = {"version": VERSION, "n": n, "seeds": seeds, "floor_pairs": pairs}
     try:
@@ -152,10 +185,23 @@ def load_or_compute(
     entries = cached.get("datasets", {}) if cached.get("key") == key else {}
     changed = False
     for dataset in datasets:
-        if dataset not in entries:
-            if log and toy_set(dataset):
-                log(f"reference rows and W1 floor for {dataset} ({pairs} pairs)...")
-            entries[dataset] = compute(dataset, n, seeds, pairs)
+        image = image_metrics(dataset, metrics)
+        definition = {"metrics": list(image), "bindings": list(bindings)} if image else None
+        entry = entries.get(dataset, ...)
+        if entry is ... or (image and (entry or {}).get("definition") != definition):
+            own = own_data_file(out, dataset)
+            if log and (toy_set(dataset) or image or own):
+                floor = toy_set(dataset) or own
+                what = f"W1 floor ({pairs} pairs)" if floor else ", ".join(image)
+                log(f"reference rows for {dataset}: {what}...")
+            if own:  # a user data set: against its held-out rows (lipgan.study.own_metrics)
+                from lipgan.study.own_metrics import references as own_references
+
+                entries[dataset] = own_references(own, seeds, pairs)
+            else:
+                entries[dataset] = compute(dataset, n, seeds, pairs, metrics, bindings)
+            if image:
+                entries[dataset]["definition"] = definition
             changed = True
     if changed:
         tmp = path.with_suffix(".json.tmp")

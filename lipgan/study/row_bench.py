@@ -23,13 +23,14 @@ ROUNDS = 5
 ITERATIONS = 100
 
 
-def _trainer(cell):
-    """The Trainer a replicate cell trains, built (not trained) from its gin."""
+def _trainer(cell, data_dir=None):
+    """The Trainer a replicate cell trains, built (not trained) from its gin (a user data set's
+    frozen copy in ``data_dir``, :mod:`lipgan.study.own_data`)."""
     from lipgan import config
     from lipgan.plugins import load_registry
 
     registry = load_registry().registry
-    gin_files, bindings = cell.gin()
+    gin_files, bindings = cell.gin(data_dir)
     schedule = config.stretched_schedules(gin_files, cell.steps, registry)
     config.parse(gin_files, schedule + bindings, registry)
     return config.build_trainer()
@@ -57,8 +58,10 @@ def measure(
     rounds: int = ROUNDS,
     iterations: int = ITERATIONS,
     log: Callable[[str], None] | None = None,
+    data_dir=None,
 ) -> dict:
-    """``{'rows': [{'dataset', 'constraint', 'seconds_per_iteration', 'rounds'}], ...}``."""
+    """``{'rows': [{'dataset', 'constraint', 'seconds_per_iteration', 'rounds'}], ...}``;
+    ``data_dir``: where a tuned study keeps its user data sets' frozen copies (``OUT/data``)."""
     from lipgan.progress import Progress
     from lipgan.study.tune import replicate_cells
 
@@ -67,7 +70,7 @@ def measure(
     cells = [c for c in replicate_cells(spec, chosen) if c.seed == 0]
     trainers = []
     for cell in cells:
-        trainer = _trainer(cell)
+        trainer = _trainer(cell, data_dir)
         trainer.fit(iterations, progress=quiet)  # warm-up: tracing, compilation, first batches
         trainers.append(trainer)
         log(f"bench: built and warmed up {cell.dataset} {cell.constraint}")

@@ -1,6 +1,7 @@
 """What a study runs: the grid (constraint × seed × data set) and how each cell becomes a lipgan run.
 
-A cell is an ordinary lipgan run: a shipped gin config for its data set (:data:`DATASETS`), plus the
+A cell is an ordinary lipgan run: a shipped gin config for its data set (:data:`DATASETS`, or for
+a data set the user brings, the config of its kind: :mod:`lipgan.study.own_data`), plus the
 bindings that choose the constraint (``--constraint`` SPEC, parsed by :func:`lipgan.bench.sweep.
 parse_spec`, the syntax of ``lipgan bench``), the seed and the number of iterations.
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+
+import numpy as np
 
 from lipgan.errors import ConfigError
 
@@ -22,7 +25,13 @@ DATASETS = {
     "ring": ("wgangp_ring.gin", "lipgan_toy/2d_ring"),
     "grid": ("wgangp_grid.gin", "lipgan_toy/2d_grid"),
     "digits": ("wgangp_digits.gin", None),
+    "cifar10": ("wgangp_cifar10.gin", None),
 }
+
+#: The image scores a study records on an image data set's rows unless ``--metric`` names others:
+#: the digits classifier's FD/KID (offline), and on CIFAR-10 the papers' FID, IS, KID and PRDC on
+#: FID's own Inception network (plugins/metrics.py; its weights must be here before training).
+IMAGE_METRICS = {"digits": ("digits",), "cifar10": ("fid", "is", "kid", "prdc")}
 
 #: Where a constraint's paper prescribes its own optimizer, its cells use it instead of the data
 #: set config's Adam: weight clipping with RMSProp(5e-5) for both networks (Arjovsky et al. 2017,
@@ -64,9 +73,20 @@ class StudySpec:
     bindings: tuple[str, ...] = ()
     eval_every: int = EVAL_EVERY
     smoke_test: bool = False
+    #: ``--metric``: the scores recorded on the image data sets' rows (none: :data:`IMAGE_METRICS`).
+    metrics: tuple[str, ...] = ()
+    #: The data sets the user brought (:class:`lipgan.study.own_data.OwnData`), each also named
+    #: in ``datasets``; left out of :meth:`as_dict` when empty, so older studies still resume.
+    data: tuple = ()
 
     def as_dict(self) -> dict:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
+        d = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
+        if not self.metrics:  # as recorded before --metric existed: the same study resumes
+            del d["metrics"]
+        d["data"] = [own.as_dict() for own in self.data]
+        if not self.data:
+            del d["data"]
+        return d
 
     def cells(self) -> list[Cell]:
         return [
@@ -74,10 +94,11 @@ class StudySpec:
                 dataset,
                 constraint,
                 seed,
-                self.steps or config_steps(dataset),
+                self.steps or default_steps(dataset, self.data),
                 self.eval_samples,
                 self.bindings,
                 self.eval_every,
+                metrics=self.metrics if dataset in IMAGE_METRICS else (),
             )
             for dataset in self.datasets
             for constraint in self.constraints
@@ -101,6 +122,9 @@ class Cell:
     #: A successive-halving trial's seed index (lipgan.study.halving): config ``trial`` runs once
     #: per index, each in its own run dir. None, as ``trial``, is left out of :meth:`as_dict`.
     trial_seed: int | None = None
+    #: The study's ``--metric`` names on an image data set (:func:`image_metrics`); () is left
+    #: out of :meth:`as_dict`, as ``trial``.
+    metrics: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -113,14 +137,23 @@ class Cell:
 
     @classmethod
     def from_dict(cls, d: dict) -> Cell:
-        return cls(**{**d, "bindings": tuple(d.get("bindings", ()))})
+        return cls(
+            **{
+                **d,
+                "bindings": tuple(d.get("bindings", ())),
+                "metrics": tuple(d.get("metrics", ())),
+            }
+        )
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["bindings"] = list(self.bindings)
+        d["metrics"] = list(self.metrics)
         for optional in ("trial", "trial_seed"):
             if d[optional] is None:
                 del d[optional]
+        if not self.metrics:
+            del d["metrics"]
         return d
 
     def continues(self, recorded: dict) -> bool:
@@ -134,15 +167,18 @@ class Cell:
         same = {**recorded, "steps": self.steps} == self.as_dict()
         return same and isinstance(steps, int) and steps < self.steps
 
-    def gin(self) -> tuple[list[str], list[str]]:
-        """(gin files, bindings) of this cell's run."""
+    def gin(self, data_dir=None) -> tuple[list[str], list[str]]:
+        """(gin files, bindings) of this cell's run; ``data_dir``: where a user data set's frozen
+        copy is (default: ``$LIPGAN_STUDY_DATA``, set for a cell by the runner)."""
         from lipgan.bench.sweep import parse_spec
 
-        if self.dataset not in DATASETS:
-            raise ConfigError(
-                f"unknown study data set {self.dataset!r}; known: {', '.join(DATASETS)}"
-            )
-        config, dataset_name = DATASETS[self.dataset]
+        if self.dataset in DATASETS:
+            config, dataset_name = DATASETS[self.dataset]
+            data_bindings = []
+        else:  # a user data set: its study's frozen copy says which config (own_data)
+            from lipgan.study.own_data import cell_config
+
+            (config, data_bindings), dataset_name = cell_config(self.dataset, data_dir), None
         name, kwargs = parse_spec(self.constraint)
         bindings = [f"train.constraint = @{name}()", *PAPER_OPTIMIZERS.get(name, ())]
         # ``key=value`` sets the constraint's own parameter; a dotted key is a whole binding
@@ -152,6 +188,7 @@ class Cell:
         ]
         if dataset_name:
             bindings.append(f"dataset.name = {dataset_name!r}")
+        bindings += data_bindings
         bindings += [f"train.seed = {self.seed}", f"train.steps = {self.steps}"]
         # The config's own periodic evaluation (exact W1 and a sample image every
         # train.eval_every) is replaced by the cell's cheaper curve (lipgan.study.curve); it
@@ -160,15 +197,29 @@ class Cell:
         return [config], bindings + list(self.bindings)
 
 
-@functools.cache
 def config_steps(dataset: str) -> int:
     """``train.steps`` of the data set's shipped config: a study's default budget."""
+    if dataset not in DATASETS:
+        raise ConfigError(f"unknown study data set {dataset!r}; known: {', '.join(DATASETS)}")
+    return file_steps(DATASETS[dataset][0])
+
+
+@functools.cache
+def file_steps(config_file: str) -> int:
+    """``train.steps`` of a shipped config."""
     from lipgan import config
     from lipgan.plugins import load_registry
 
-    if dataset not in DATASETS:
-        raise ConfigError(f"unknown study data set {dataset!r}; known: {', '.join(DATASETS)}")
-    return int(config.query([DATASETS[dataset][0]], "train.steps", load_registry().registry))
+    return int(config.query([config_file], "train.steps", load_registry().registry))
+
+
+def default_steps(dataset: str, data: tuple = ()) -> int:
+    """A data set's default budget: its config's ``train.steps``, for a user data set (one of
+    ``data``) the config of its kind (:data:`lipgan.study.own_data.CONFIGS`)."""
+    for own in data:
+        if own.name == dataset:
+            return file_steps(own.config)
+    return config_steps(dataset)
 
 
 def default_constraints(registry) -> list[str]:
@@ -201,9 +252,58 @@ def check_spec(spec: StudySpec) -> None:
         raise ConfigError("a study needs at least one constraint and one data set")
     for c in spec.constraints:
         parse_spec(c)  # one-line error on a malformed SPEC
-    for d in spec.datasets:
-        if d not in DATASETS:
-            raise ConfigError(f"unknown study data set {d!r}; known: {', '.join(DATASETS)}")
+    check_datasets(spec.datasets, spec.data)
+
+
+def check_datasets(datasets, data: tuple = ()) -> None:
+    """One line for a data set that is neither a named one nor one the user brought."""
+    own = {o.name for o in data}
+    for d in datasets:
+        if d not in DATASETS and d not in own:
+            raise ConfigError(
+                f"unknown study data set {d!r}; known: {', '.join(DATASETS)}, or a .npy/.npz "
+                'file of your own (docs/study.md, "Your own data")'
+            )
+
+
+def image_metrics(dataset: str, chosen=()) -> tuple[str, ...]:
+    """The scores recorded on ``dataset``'s rows beside the default metrics: ``chosen``
+    (``--metric``) or :data:`IMAGE_METRICS`; () for a data set of points."""
+    if dataset not in IMAGE_METRICS:
+        return ()
+    return tuple(chosen) or IMAGE_METRICS[dataset]
+
+
+def check_metrics(chosen, datasets, registry) -> None:
+    """Refuse, in one line and before any cell trains, a ``--metric`` that is not registered or
+    does not apply to images, ``--metric`` on a study without image data, and a metric its study
+    records that cannot be computed here (FID's network without its weights file: the line
+    names the file and where to put it, :meth:`lipgan.metric.Metric.check_ready`)."""
+    from lipgan.metric import EvalData
+
+    names = registry.names("metric")
+    for name in chosen:
+        if name not in names:
+            raise ConfigError(
+                f"unknown metric {name!r}; registered: {', '.join(names)} (`lipgan plugins`)"
+            )
+    images = [d for d in datasets if d in IMAGE_METRICS]
+    if chosen and not images:
+        raise ConfigError(
+            f"--metric chooses the scores of image data sets ({', '.join(IMAGE_METRICS)}); this "
+            "study has none (the point sets' metrics are fixed: docs/metrics.md)"
+        )
+    for dataset in images:
+        shape = (16, 16, 1) if dataset == "digits" else (32, 32, 3)
+        probe = EvalData(np.zeros((0, *shape)), np.zeros((0, *shape)), data_shape=shape)
+        probe.digits = dataset == "digits"
+        for name in image_metrics(dataset, chosen):
+            metric = registry.get("metric", name)()
+            if not metric.applies(probe):
+                raise ConfigError(
+                    f"metric {name!r} does not apply to {dataset}'s images; pass another --metric"
+                )
+            metric.check_ready()
 
 
 def dumps(obj) -> str:

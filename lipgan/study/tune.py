@@ -6,13 +6,16 @@ constraint the same search instead:
 
 1. **search**: per (data set, constraint), ``configs`` configurations drawn from the constraint's
    ranges (:mod:`lipgan.study.search`), each trained once at a reduced budget (``search_steps``
-   iterations, learning-rate decay stretched to it) with its own seed (``SEARCH_SEED + k``);
+   iterations, learning-rate decay stretched to it) with its own seed (``SEARCH_SEED + k``, or
+   ``--search-seed`` + k: a re-search with other seeds into another ``--out``);
 2. **selection**: the config whose final sample is nearest the data in exact W1 (:func:`score`;
    ties: higher high quality, then lower reverse KL); a failed trial (NaN) scores nothing;
 3. **replicates**: the chosen config at the full budget (each data set config's ``train.steps``)
    over ``seeds`` fresh seeds 0, 1, ... (never a search seed, so the selection's luck does not
    carry over), with a generator EMA (``train.ema_decay``) whose raw generator is measured in the
-   same run, so the "+EMA" rows and the plain rows come from the same trainings.
+   same run, so the "+EMA" rows and the plain rows come from the same trainings; with several
+   decays (``--ema-decays``) every one is measured in the same runs and the report chooses the
+   decay by the search's score (:mod:`lipgan.study.ema_choice`).
 
 Layout of a tuned study dir::
 
@@ -37,7 +40,7 @@ from pathlib import Path
 from lipgan.errors import ConfigError
 from lipgan.study import search
 from lipgan.study.search import score
-from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES, Cell, config_steps, dumps
+from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES, Cell, default_steps, dumps
 
 #: Search trial k trains with seed SEARCH_SEED + k; replicates use seeds 0, 1, ...
 SEARCH_SEED = 1000
@@ -65,7 +68,8 @@ class TuneSpec:
     steps: int | None = None
     eval_every: int = EVAL_EVERY
     eval_samples: int = EVAL_SAMPLES
-    ema_decay: float = EMA_DECAY
+    #: One decay, or a tuple (``--ema-decays``): one averaged copy per decay in every replicate.
+    ema_decay: float | tuple[float, ...] = EMA_DECAY
     ema_start: int = EMA_START
     #: Extra gin bindings for every run (``--bind``), after the config's: they win.
     bindings: tuple[str, ...] = ()
@@ -76,11 +80,21 @@ class TuneSpec:
     eta: int = 3
     rungs: int = 3
     search_seeds: int = 2
+    #: The base of the search trials' seeds (``--search-seed``); None: the search's own
+    #: (:data:`SEARCH_SEED`, :data:`lipgan.study.halving.HALVING_SEED`).
+    search_seed: int | None = None
+    #: Data sets the user brought (:mod:`lipgan.study.own_data`), also named in ``datasets``.
+    data: tuple = ()
 
     def as_dict(self) -> dict:
         d = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
+        d["data"] = [own.as_dict() for own in self.data]
+        if not self.data:  # as recorded before own data existed
+            del d["data"]
         if not self.bindings:  # as recorded before --bind existed: the same study resumes
             del d["bindings"]
+        if self.search_seed is None:  # as recorded before --search-seed existed
+            del d["search_seed"]
         if self.search == "random":  # as recorded before halving existed
             for key in ("search", "eta", "rungs", "search_seeds"):
                 del d[key]
@@ -104,17 +118,66 @@ class TuneSpec:
         if self.search not in ("random", "halving"):
             raise ConfigError(f"--search must be random or halving, not {self.search!r}")
         self.halving.check()
+        check_ema_decays(self.ema_decay)
+        if self.search_seed is not None and self.search_seed < self.seeds:
+            raise ConfigError(
+                f"--search-seed {self.search_seed} must be >= --seeds ({self.seeds}): the "
+                "replicates train with seeds 0, 1, ..., which no search trial may share"
+            )
         for constraint in self.constraints:
             search.space(parse_spec(constraint)[0])  # one line for a constraint with no space
+        own = {o.name: o for o in self.data}
         for dataset in self.datasets:
-            if dataset not in TUNABLE_DATASETS:
+            if dataset in own and own[dataset].kind != "vectors":
+                raise ConfigError(
+                    f"a tuned study searches the Adam and linear decay of the toy MLP config; "
+                    f"{dataset} holds images (DCGAN, plain Adam): study it with lipgan study"
+                )
+            if dataset not in TUNABLE_DATASETS and dataset not in own:
                 raise ConfigError(
                     f"a tuned study runs on the toy sets ({', '.join(TUNABLE_DATASETS)}), whose "
                     f"configs train with Adam and a linear decay; not on {dataset!r}"
                 )
 
     def full_steps(self, dataset: str) -> int:
-        return self.steps or config_steps(dataset)
+        return self.steps or default_steps(dataset, self.data)
+
+    @property
+    def ema_decays(self) -> tuple[float, ...]:
+        """The replicates' EMA decays, the sampling one first."""
+        return tuple(self.ema_decay) if isinstance(self.ema_decay, tuple) else (self.ema_decay,)
+
+    def seed_base(self, default: int) -> int:
+        """The first search seed: ``--search-seed``, else the search's own ``default``."""
+        return default if self.search_seed is None else self.search_seed
+
+
+def check_ema_decays(value) -> None:
+    """The spec's decays: what ``train.ema_decay`` takes, but never 0 (the replicates' EMA is
+    what the +EMA rows measure)."""
+    from lipgan.step_config import check_ema_decay
+
+    try:
+        check_ema_decay(value)
+    except ConfigError:
+        value = None
+    if value in (None, 0, 0.0):
+        raise ConfigError(
+            "--ema-decays takes decays in (0, 1), distinct, comma-separated (e.g. "
+            "0.99,0.999,0.9999); the first samples"
+        ) from None
+
+
+def parse_ema_decays(text: str) -> float | tuple[float, ...]:
+    """``--ema-decays 0.99,0.999``: one decay as a float (as the spec has always held it), several
+    as a tuple, the first sampling. Raises :class:`ConfigError` in one line."""
+    try:
+        decays = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        decays = ()
+    value = decays[0] if len(decays) == 1 else decays
+    check_ema_decays(value)
+    return value
 
 
 def default_constraints(registry) -> list[str]:
@@ -157,7 +220,7 @@ def search_cells(spec: TuneSpec) -> list[Cell]:
                     Cell(
                         dataset,
                         constraint,
-                        SEARCH_SEED + k,
+                        spec.seed_base(SEARCH_SEED) + k,
                         spec.search_steps,
                         spec.eval_samples,
                         search.bindings(name, config, spec.search_steps) + spec.bindings,
@@ -193,7 +256,7 @@ def replicate_cells(spec: TuneSpec, chosen: dict[tuple[str, str], dict]) -> list
             config = chosen[(dataset, constraint)]["config"]
             bindings = search.bindings(constraint_name(constraint), config, steps)
             bindings += (
-                f"train.ema_decay = {spec.ema_decay!r}",
+                f"train.ema_decay = {spec.ema_decay!r}",  # a tuple binds as a gin tuple
                 f"train.ema_start = {spec.ema_start}",
                 *spec.bindings,
             )
@@ -262,6 +325,11 @@ def run_tune(
     report_only: bool = False,
     bench: dict | None = None,
     shared: tuple = (),
+    data=None,
+    data_name: str | None = None,
+    modes=None,
+    mode_std: float | None = None,
+    data_key: str | None = None,
 ) -> TuneReport:
     """Run (or resume) the search, choose, run the replicates, and write the report.
 
@@ -269,18 +337,26 @@ def run_tune(
     nothing and reports what has finished (a study still under way says so). ``bench`` is the
     quiet side-by-side timing of the chosen rows (:mod:`lipgan.study.row_bench`), when measured.
     ``shared``: dirs of shared-config studies whose rows the report prints beside the tuned ones.
+    ``data`` (and ``data_name``, ``modes``, ``mode_std``, ``data_key``): data sets of your own,
+    vectors only (:func:`lipgan.study.own_data.attach`, as :func:`lipgan.study.run_study`).
     """
-    from lipgan.study import runner, tune_report
+    from lipgan.study import own_data, runner, tune_report
     from lipgan.study.executors import LocalExecutor
 
+    spec, loaded = own_data.attach(
+        spec, data, name=data_name, modes=modes, mode_std=mode_std, data_key=data_key
+    )
     spec.check()
     out = Path(out)
     log = log or (lambda line: None)
+    executor = executor or LocalExecutor(runner.default_jobs()[0])
     if report_only:
         runner.check_out_dir(out)  # the report is written there
     else:
         _check_out(out, spec, force)
-    executor = executor or LocalExecutor(runner.default_jobs()[0])
+        # search/ and final/ run their cells from their own dirs; Ray's storage is where they run.
+        where = [out, out / "search", out / "final", getattr(executor, "storage", None)]
+        own_data.freezer(loaded, where)()
 
     def run_or_read(cells: list[Cell], where: Path, what: str) -> dict[Cell, dict]:
         if report_only:
