@@ -259,12 +259,13 @@ def test_each_data_sets_default_budget_is_its_shipped_configs_train_steps():
     """The study reads no gin: its table of budgets (CONFIG_STEPS) says what the configs bind."""
     from lipgan.config import gin_binding
     from lipgan.core.plugins import load_registry
+    from lipgan.study.own_data import CONFIGS
     from lipgan.study.spec import CONFIG_STEPS, DATASETS
 
     registry = load_registry().registry
-    assert set(CONFIG_STEPS) == set(DATASETS)
-    for dataset, (config, _) in DATASETS.items():
-        assert CONFIG_STEPS[dataset] == int(gin_binding.query([config], "train.steps", registry))
+    assert set(CONFIG_STEPS) == {config for config, _ in DATASETS.values()} | set(CONFIGS.values())
+    for config, steps in CONFIG_STEPS.items():
+        assert steps == int(gin_binding.query([config], "train.steps", registry))
 
 
 @pytest.mark.slow

@@ -40,12 +40,12 @@ def _cell_file(tmp_path, name, steps, eval_every, extra=()):
 
 
 def _run_cell(tmp_path, name, steps, eval_every, capsys):
-    """``python -m lipgan.study.cell`` in this process (its ``main``): what is checked is the
+    """``python -m lipgan.config.cells`` in this process (its ``main``): what is checked is the
     curve, not the process (the stopped cell below is a real one)."""
-    from lipgan.study import cell
+    from lipgan.config import cells
 
     cell_file, run_dir = _cell_file(tmp_path, name, steps, eval_every), tmp_path / name
-    assert cell.main([str(cell_file), str(run_dir)]) == 0, capsys.readouterr().err[-3000:]
+    assert cells.main([str(cell_file), str(run_dir)]) == 0, capsys.readouterr().err[-3000:]
     return json.loads((run_dir / "result.json").read_text()), run_dir
 
 

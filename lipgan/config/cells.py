@@ -16,14 +16,16 @@ from pathlib import Path
 
 from lipgan.config import gin_binding as config
 from lipgan.study import cell as study_cell
-from lipgan.study.spec import Cell, image_metrics
+from lipgan.study.spec import DATASETS, Cell, image_metrics
 
 
-def _parse(cell: Cell) -> None:
-    """Parse the cell's gin config and bindings into gin (the plugins discovered first)."""
+def _parse(cell: Cell, data_dir=None) -> None:
+    """Parse the cell's gin config and bindings into gin (the plugins discovered first; a user
+    data set's frozen copy in ``data_dir``, default ``$LIPGAN_STUDY_DATA``:
+    :mod:`lipgan.study.own_data`)."""
     from lipgan.core.plugins import load_registry
 
-    gin_files, bindings = cell.gin()
+    gin_files, bindings = cell.gin(data_dir)
     registry = load_registry().registry
     # --steps shortens the run: stretch the config's learning-rate decay to match (bindings the
     # user passed with --bind come last and still win).
@@ -41,6 +43,13 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
         tf.config.threading.set_inter_op_parallelism_threads(threads)
     spec = Cell.from_dict(cell)
     _parse(spec)
+    own = None
+    if spec.dataset not in DATASETS:  # a user data set: measured on its held-out rows
+        from lipgan.study.own_data import cell_data_path
+        from lipgan.study.own_metrics import cell_metrics
+
+        path = cell_data_path(spec.dataset)
+        own = lambda trainer, generator: cell_metrics(trainer, path, generator)  # noqa: E731
     # `lipgan run`'s call (same settings, run dir checks, checkpoints, resume, gin record).
     return study_cell.measure(
         lambda timing: config.train_configured(run_dir=run_dir, progress=timing),
@@ -48,12 +57,14 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
         eval_samples=spec.eval_samples,
         eval_every=spec.eval_every,
         metrics=image_metrics(spec.dataset, spec.metrics),
+        evaluate=own,
     )
 
 
-def cell_trainer(cell: Cell):
-    """The Trainer a cell trains, built (not trained) from its gin."""
-    _parse(cell)
+def cell_trainer(cell: Cell, data_dir=None):
+    """The Trainer a cell trains, built (not trained) from its gin (a user data set's frozen copy
+    in ``data_dir``)."""
+    _parse(cell, data_dir)
     return config.build_trainer()
 
 

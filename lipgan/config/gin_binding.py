@@ -25,6 +25,7 @@ from lipgan.core.errors import ConfigError, first_line
 from lipgan.core.ranges import out_of_range
 from lipgan.core.registry import GIN_KINDS, Registry
 from lipgan.data import pipeline
+from lipgan.data.array_file import array_file
 from lipgan.run.record import RecordPart
 from lipgan.run.rundir import RunDir
 
@@ -37,6 +38,7 @@ def _library_configurables():
     return {
         "train": train_root.train,
         "dataset": pipeline.dataset,
+        "array_file": array_file,
         "mlp_critic": models.mlp_critic,
         "mlp_generator": models.mlp_generator,
         "dcgan_critic": models.dcgan_critic,

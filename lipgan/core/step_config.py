@@ -128,6 +128,33 @@ def parse_generator(which: str | None) -> tuple[str, float | None]:
     return "ema", value
 
 
+def generator_named(wgan, which: str | None):
+    """The generator of ``wgan`` (a :class:`lipgan.core.engine.WGAN`) that ``which`` names
+    (:func:`parse_generator`; :meth:`lipgan.Trainer.generator_model` says what each means).
+
+    Raises:
+        ConfigError: one line for an EMA the run does not keep.
+    """
+    kind, decay = parse_generator(which)
+    if kind == "default":
+        return wgan.sampler
+    if kind == "raw":
+        return wgan.generator
+    if wgan.generator_ema is None:
+        raise ConfigError(
+            "this run has no generator EMA (train.ema_decay is 0); use the raw generator"
+        )
+    if decay is None:
+        return wgan.generator_ema
+    if decay not in wgan.generator_emas:
+        kept = ", ".join(map(str, wgan.generator_emas))
+        raise ConfigError(
+            f"this run keeps no generator EMA at decay {decay} (train.ema_decay: {kept}); "
+            f"use one of those, e.g. --generator ema:{next(iter(wgan.generator_emas))}"
+        )
+    return wgan.generator_emas[decay]
+
+
 @dataclasses.dataclass(frozen=True)
 class Intervals:
     """What the host loop does between compiled calls, and how often (in steps; 0 = never).

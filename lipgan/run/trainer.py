@@ -351,27 +351,9 @@ class Trainer:
         (the average at that decay of ``train.ema_decay``; refused in one line when the run
         keeps none at it) or None/``"default"``: the one that samples and evaluates by default,
         the (first) EMA when ``train.ema_decay`` is on."""
-        from lipgan.core.step_config import parse_generator
+        from lipgan.core.step_config import generator_named
 
-        wgan = self.wgan
-        kind, decay = parse_generator(which)
-        if kind == "default":
-            return wgan.sampler
-        if kind == "raw":
-            return wgan.generator
-        if wgan.generator_ema is None:
-            raise ConfigError(
-                "this run has no generator EMA (train.ema_decay is 0); use the raw generator"
-            )
-        if decay is None:
-            return wgan.generator_ema
-        if decay not in wgan.generator_emas:
-            kept = ", ".join(map(str, wgan.generator_emas))
-            raise ConfigError(
-                f"this run keeps no generator EMA at decay {decay} (train.ema_decay: {kept}); "
-                f"use one of those, e.g. --generator ema:{next(iter(wgan.generator_emas))}"
-            )
-        return wgan.generator_emas[decay]
+        return generator_named(self.wgan, which)
 
     def evaluate(self, num_samples: int | None = None, metrics=None, generator=None) -> dict:
         """The metrics that apply to this data (``lipgan eval``'s), as ``{'eval/...': float}``: the

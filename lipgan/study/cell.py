@@ -28,12 +28,13 @@ import os
 import signal
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from lipgan.core.errors import Interrupted, RunDirError, first_line
+from lipgan.core.errors import Interrupted, LipganError, RunDirError, first_line
 from lipgan.run.interrupt import ORPHAN_ENV, stop_when_orphaned
 from lipgan.run.progress import Progress
 from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES
@@ -171,12 +172,19 @@ def timing_of(timing: Timing, train_seconds: float, step: int, run_dir: Path) ->
 
 
 def measure(
-    fit, run_dir: Path, *, eval_samples: int, eval_every: int, metrics: tuple[str, ...] = ()
+    fit,
+    run_dir: Path,
+    *,
+    eval_samples: int,
+    eval_every: int,
+    metrics: tuple[str, ...] = (),
+    evaluate=None,
 ) -> dict:
     """Call ``fit(progress)`` (a fit of one trainer in ``run_dir``) with the cell's clock and
     curve, then evaluate what it trained on ``eval_samples`` with the default metrics and
     ``metrics`` (the study's image scores, :func:`lipgan.study.spec.image_metrics`): the cell's
-    result."""
+    result. ``evaluate``: ``(trainer, generator) -> metrics`` instead of the registered metrics
+    (a user data set's, against its held-out rows: :mod:`lipgan.study.own_metrics`)."""
     from lipgan.metrics import evaluation
     from lipgan.study.curve import NO_EMA, by_decay, points, read, samples_file
 
@@ -193,6 +201,8 @@ def measure(
     began = time.perf_counter()
 
     def measured(generator=None) -> dict:
+        if evaluate is not None:
+            return evaluate(trainer, generator)
         # The study computes the W1 floor once per data set from many pairs (report.references).
         values = evaluation.evaluate(
             trainer.wgan,
@@ -217,7 +227,7 @@ def measure(
         kept[samples_file(decay)] = f"ema:{decay}"
     for name, generator in kept.items():
         fake = trainer.sample(eval_samples, generator=generator)  # evaluate()'s fixed noise
-        if trainer.wgan.data_shape == (2,):
+        if len(trainer.wgan.data_shape) == 1:  # points (a figure draws the first two coords)
             np.save(run_dir / name, np.asarray(fake, np.float32))
         else:  # images: the first 64 for the report's sample grid
             np.save(run_dir / name, np.asarray(fake[:64], np.float32))
@@ -265,9 +275,13 @@ def main(argv: list[str], run_cell: Callable[[dict, Path], dict]) -> int:
         print(f"Error: {first_line(exc)}", file=sys.stderr)
         return RUN_DIR_REFUSED
     except BaseException as exc:  # any failure is the cell's result, never the study's
-        text = str(exc).strip().splitlines()
-        message = f"{type(exc).__name__}: {text[0] if text else ''}".strip()
+        message = f"{type(exc).__name__}: {first_line(exc)}"
+        # A LipganError (a refused setting, a non-finite loss) says what the method did; anything
+        # else (a TensorFlow crash, an OSError) may be the machine's, so the runner retries it once.
         result, code = {"status": "failed", "error": message}, 1
+        if not isinstance(exc, LipganError):
+            result["unexpected"] = True
+        traceback.print_exc(file=sys.stderr)  # cell.log keeps the whole story
         print(f"Error: {message}", file=sys.stderr)
     result["cell"] = cell
     tmp = run_dir / "result.json.tmp"

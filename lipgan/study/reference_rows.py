@@ -13,6 +13,8 @@ SUPPORT = "uniform on the support"
 #: Uniform noise on the bounding box in expectation: a row is judged against this, not against
 #: the few draws of the study's seeds (one low draw makes any row look as if it learned).
 BOX_EXPECTED = "uniform on the bounding box, expected"
+#: Draws behind the expectation (mode metrics only: no W1, which costs ~1 s per draw).
+EXPECTATION_DRAWS = 200
 
 #: PacGAN (Lin et al., NeurIPS 2018) Table 1: modes / high-quality % / reverse KL, mean ± s.e.
 #: over 10 trials, 2,500 samples. Printed beside lipgan's rows, never as the same training.

@@ -15,6 +15,8 @@ exact W1 and the curve's sliced W1 against a real sample of the same size. The W
 computed once per data set from :data:`FLOOR_PAIRS` real-vs-real pairs with its standard error
 (:func:`lipgan.metrics.toy.w1_floor_stats`). Everything is deterministic in (data set, n, seeds),
 so ``OUT/references.json`` is only a cache: a report rebuilt without it computes the same rows.
+A data set the user brings has the same rows against its held-out rows
+(:mod:`lipgan.study.own_metrics`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lipgan.study.reference_rows import BOX, BOX_EXPECTED, REAL, SUPPORT
+from lipgan.study import own_data
+from lipgan.study.reference_rows import BOX, BOX_EXPECTED, EXPECTATION_DRAWS, REAL, SUPPORT
 from lipgan.study.spec import toy_set
 
 #: Real-vs-real pairs behind a study's W1 floor (each pair is one exact W1 at n = 2,500).
@@ -35,9 +38,6 @@ SMOKE_FLOOR_PAIRS = 3
 
 #: Bump when the rows' definition changes, so that an old cache is not reused.
 VERSION = 2
-
-#: Draws behind the expectation (mode metrics only: no W1, which costs ~1 s per draw).
-EXPECTATION_DRAWS = 200
 
 
 def bounding_box(toy: str) -> tuple[np.ndarray, np.ndarray]:
@@ -166,10 +166,17 @@ def load_or_compute(
         definition = {"metrics": list(image), "bindings": list(bindings)} if image else None
         entry = entries.get(dataset, ...)
         if entry is ... or (image and (entry or {}).get("definition") != definition):
-            if log and (toy_set(dataset) or image):
-                what = f"W1 floor ({pairs} pairs)" if toy_set(dataset) else ", ".join(image)
+            own = own_data.study_file(out, dataset)
+            if log and (toy_set(dataset) or image or own):
+                floor = toy_set(dataset) or own
+                what = f"W1 floor ({pairs} pairs)" if floor else ", ".join(image)
                 log(f"reference rows for {dataset}: {what}...")
-            entries[dataset] = compute(dataset, n, seeds, pairs, metrics, bindings)
+            if own:  # a user data set: against its held-out rows (lipgan.study.own_metrics)
+                from lipgan.study.own_metrics import references as own_references
+
+                entries[dataset] = own_references(own, seeds, pairs)
+            else:
+                entries[dataset] = compute(dataset, n, seeds, pairs, metrics, bindings)
             if image:
                 entries[dataset]["definition"] = definition
             changed = True

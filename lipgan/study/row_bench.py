@@ -55,7 +55,8 @@ def measure(
 
     One row per cell of ``cells`` (each chosen row's replicate of seed 0). ``build(cell)`` makes
     the Trainer a replicate cell trains, untrained (the gin edge's
-    :func:`lipgan.config.cells.cell_trainer`)."""
+    :func:`lipgan.config.cells.cell_trainer`, which finds a user data set's frozen copy where the
+    caller says: ``OUT/data`` in a tuned study, :mod:`lipgan.study.own_data`)."""
     from lipgan.run.progress import Progress
 
     log = log or (lambda line: None)

@@ -30,7 +30,7 @@ from pathlib import Path
 from lipgan.core import child_process
 from lipgan.core.errors import ConfigError, Interrupted
 from lipgan.run.interrupt import SIGNALS
-from lipgan.study import sessions
+from lipgan.study import own_data, sessions
 from lipgan.study.cell import RUN_DIR_REFUSED
 from lipgan.study.spec import Cell, StudySpec, cell_dir, check_spec, dumps
 
@@ -126,6 +126,8 @@ def check_out_dir(out: Path, option: str = "--out") -> None:
 
 def _check_out(out: Path, spec: StudySpec, force: bool) -> None:
     check_out_dir(out)
+    if not force:  # a user data set edited since: its own line, not "another spec"
+        own_data.check_unchanged(out, getattr(spec, "data", ()))
     path = out / "spec.json"
     if path.is_file():
         try:
@@ -220,8 +222,26 @@ def run_cell_process(
     never started because the study is stopping): an unfinished cell, resumed by a re-run.
 
     A cell another driver finished since this one looked (two drivers on one ``--out``) is
-    not run again: its result is read back."""
+    not run again: its result is read back. A cell that failed in a way the method does not
+    explain (a TensorFlow crash, a dead process; not a refused setting or a non-finite loss) is
+    run once more from its checkpoint before its failure is recorded, since a study must not
+    drop a config for the machine's fault (a halving search would never see it again); the
+    first failure is kept in ``result.first-try.json`` and named in the result."""
     processes = processes or CellProcesses()
+    fresh = load_result(out, cell) is None
+    result = _run_cell_once(out, cell, threads, processes)
+    if fresh and result and result.get("status") == "failed" and result.get("unexpected"):
+        run_dir = cell_dir(out, cell)
+        os.replace(run_dir / "result.json", run_dir / "result.first-try.json")
+        retried = _run_cell_once(out, cell, threads, processes)
+        if retried is not None:
+            retried["first_try"] = result["error"]
+            (run_dir / "result.json").write_text(dumps(retried))
+        return retried
+    return result
+
+
+def _run_cell_once(out: Path, cell: Cell, threads: int, processes: CellProcesses) -> dict | None:
     run_dir = cell_dir(out, cell)
     if (result := load_result(out, cell)) is not None:
         return result
@@ -234,6 +254,8 @@ def run_cell_process(
         error = f"cannot write its run dir {run_dir} ({exc.strerror or exc})"
         return {"status": "refused", "error": error, "cell": cell.as_dict()}
     env = {"LIPGAN_STUDY_THREADS": str(threads)} if threads else {}
+    # Where the cell finds a user data set's frozen copy (lipgan.study.own_data).
+    env[own_data.DATA_ENV] = str((out / own_data.DATA_DIR).absolute())
     proc = processes.run([str(cell_file), str(run_dir)], env)
     if proc is None:
         return None
@@ -253,6 +275,7 @@ def run_cell_process(
         }
     if result is None:  # the process died before writing its result (segfault, exit...)
         result = {"status": "failed", "error": _error_line(proc), "cell": cell.as_dict()}
+        result["unexpected"] = True
         (run_dir / "result.json").write_text(dumps(result))
     return result
 
@@ -300,15 +323,20 @@ def run_cells(
     threads: int | None = None,
     force: bool = False,
     log: Callable[[str], None] | None = None,
+    prepare: Callable[[], None] | None = None,
 ) -> list[dict]:
     """Every cell's result (finished ones read back, the others run), in grid order.
 
     ``executor`` (:mod:`lipgan.study.executors`, which imports this module) runs the unfinished
     cells. Everything else (resume, progress, stop) is here, the same for every executor.
+    ``prepare``: called once the study dir is accepted, before any cell (a user data set's
+    frozen copy is written then, never into a study dir that is refused).
     """
     check_spec(spec)
     out = Path(out)
     _check_out(out, spec, force)
+    if prepare is not None:
+        prepare()
     cells = spec.cells()
     results = execute(cells, out, executor=executor, threads=threads, log=log)
     return [results[cell] for cell in cells]
