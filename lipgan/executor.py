@@ -1,7 +1,7 @@
 """The Executor base class: where a study's or a tuned study's cells run.
 
 The cell function is :func:`lipgan.study.runner.run_cell_process`: one cell in its own process
-(``python -m lipgan.study.cell``), its result or None when a signal stopped it. An executor only
+(``python -m lipgan.cell_process``), its result or None when a signal stopped it. An executor only
 decides *where* that function runs; which cells are finished, progress and ETA, the stop line and
 the report are :func:`lipgan.study.runner.run_cells`, the same for every executor. The contract:
 

@@ -40,6 +40,7 @@ from lipgan.errors import (
 from lipgan.interrupt import StopRequests
 from lipgan.progress import Progress
 from lipgan.rundir import SAMPLES, RunDir
+from lipgan.spec import settings_digest
 from lipgan.step_config import Intervals, StepConfig
 from lipgan.train_state import TrainState
 from lipgan.training_input import TrainingInput
@@ -195,9 +196,9 @@ class TrainingLoop:
             self.wgan,
             iterator if saved_input else None,
             self.intervals.max_checkpoints,
-            digest=record.settings_digest(settings),
+            digest=settings_digest(settings),
             # Checkpoints are bound to their record: a record copied from another run is refused.
-            expected_digest=record.settings_digest(recorded["settings"]) if recorded else None,
+            expected_digest=settings_digest(recorded["settings"]) if recorded else None,
         )
         start = self.checkpoint.restore(warn)
         if self.checkpoint.latest is None:

@@ -16,8 +16,8 @@ Layout (also in docs/usage.md)::
     samples.png           final samples: critic contour + points (2-D) or an image grid
 
 Reusing a directory resumes it, so the settings must be the same: only those in
-:data:`lipgan.record.RESUMABLE_SETTINGS` (how long and how often to train) may change without
-``force``, and :func:`lipgan.record.differences` is the one comparison. A dir holds a run once it
+:data:`lipgan.spec.RESUMABLE` (how long and how often to train) may change without
+``force``, and :func:`lipgan.spec.settings_differences` is the one comparison. A dir holds a run once it
 holds a checkpoint: a run that failed before its first checkpoint left nothing to resume, so its
 record does not bind the next attempt. Checkpoints without a record are refused unless ``force``
 (nothing says what they were trained with); a dir written by an older lipgan is refused in one line.
@@ -44,6 +44,7 @@ except ImportError:  # Windows: no flock; runs are then not protected against a 
 from lipgan import record
 from lipgan.errors import RunDirError, first_line
 from lipgan.record import RECORD
+from lipgan.spec import settings_differences
 
 OPERATIVE_CONFIG = "operative_config.gin"
 METRICS_FILE = "metrics.jsonl"
@@ -189,7 +190,7 @@ class RunDir:
             raise RunDirError(f"run dir {self.path} {problem}")
         if old is None or not has_checkpoints:
             return []  # no run to continue: whatever it recorded gets replaced
-        diffs = record.differences(old["settings"], settings)
+        diffs = settings_differences(old["settings"], settings)
         if diffs and not force:
             raise record.different_config(self.path, diffs)
         return diffs

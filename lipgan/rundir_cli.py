@@ -62,7 +62,7 @@ def _resume(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled,
         strategy = registry.get("strategy", strategy_name)() if strategy_name else None
 
         def resume_python():
-            trainer, steps = rebuild.load(
+            trainer, steps = config.rebuild_trainer(
                 run_dir, registry, resume=True, bound=bindings, strategy=strategy
             )
             return trainer.fit(steps, run_dir=run_dir, force=force, progress=for_terminal(quiet))
@@ -87,14 +87,14 @@ def _resume(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled,
 def load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: bool = True):
     """The Trainer of ``run_dir`` (its own config, default strategy) with its latest checkpoint,
     and the step restored."""
-    from lipgan import rebuild
+    from lipgan import config, rebuild
 
     run_record = rebuild.read(run_dir)
     discovery = discover(disabled)
     if mock_data and rebuild.gin_config(run_record) is None:
         rebuild.check_mock_data(run_dir, run_record)
     trainer, _ = call(
-        rebuild.load,
+        config.rebuild_trainer,
         mock_data,
         run_dir=run_dir,
         registry=discovery.registry,
@@ -240,13 +240,12 @@ def sample(run_dir, num, out, seed, generator, disabled):
     written = []
     try:
         npz.parent.mkdir(parents=True, exist_ok=True)
-        model = trainer.generator_model(generator)
-        chunks = kept(evaluation.generate_chunks(trainer.wgan, num, seed, model))
+        chunks = kept(evaluation.generate_chunks(trainer.sampler(generator), num, seed))
         write_npz(npz, chunks, (num, *trainer.wgan.data_shape), step=step, seed=seed)
         written.append(npz)
         samples = np.concatenate(shown)
         real = real_points(trainer, len(samples), seed)
-        png = evaluation.render(trainer.wgan, samples, real, title=f"{run_dir.name} step {step}")
+        png = evaluation.render(trainer.critic, samples, real, title=f"{run_dir.name} step {step}")
         if png:
             write_bytes(png_path, png)
             written.append(png_path)

@@ -17,6 +17,7 @@ import dataclasses
 import inspect
 
 from lipgan.errors import ConfigError
+from lipgan.spec import RunSpec
 from lipgan.step_config import Intervals, StepConfig
 from lipgan.train_state import TrainState
 from lipgan.trainer import Trainer
@@ -25,22 +26,23 @@ from lipgan.trainer import Trainer
 #: trains when a config does not say (``train.steps``; ``fit(steps)`` takes it as an argument).
 STEPS = 1000
 
-#: ``train`` names that differ from the Trainer keyword they set (every shipped config binds
-#: ``train.dataset``).
-GIN_NAMES = {"data": "dataset"}
-
 #: The Trainer keywords that are not ``train`` parameters: the groups whose fields are.
 _GROUPS = {"step_config": StepConfig, "intervals": Intervals}
-_NOT_BOUND = {"self", *_GROUPS}
 
 
 def _parameters() -> dict[str, tuple[str, inspect.Parameter]]:
     """``{train name: (where it goes, parameter)}``, in the order of ``train``'s signature."""
     keyword = inspect.Parameter.KEYWORD_ONLY
     found = []
-    for name, parameter in inspect.signature(Trainer.__init__).parameters.items():
-        if name not in _NOT_BOUND:
-            found.append((GIN_NAMES.get(name, name), "trainer", parameter.replace(kind=keyword)))
+    for field in dataclasses.fields(RunSpec):
+        if field.name not in _GROUPS:
+            default = (
+                inspect.Parameter.empty if field.default is dataclasses.MISSING else field.default
+            )
+            parameter = inspect.Parameter(
+                field.name, keyword, default=default, annotation=field.type
+            )
+            found.append((field.name, "trainer", parameter))
     for group, cls in _GROUPS.items():
         for field in dataclasses.fields(cls):
             parameter = inspect.Parameter(field.name, keyword, default=field.default)

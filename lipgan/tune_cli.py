@@ -199,11 +199,12 @@ def tune(
         shared=tuple(shared),
     )
     if bench:
+        from lipgan.cell_process import cell_trainer
         from lipgan.study import row_bench
 
         if len(report.final) < len(tuned.replicate_cells(spec, report.chosen)):
             raise click.UsageError("--bench needs the finished study (run it first)")
-        measured = row_bench.measure(spec, report.chosen, log=log)
+        measured = row_bench.measure(spec, report.chosen, log=log, build=cell_trainer)
         row_bench.write(Path(out), {**measured, "command": command})
         report = tuned.run_tune(
             spec, out, log=log, command=command, report_only=True, shared=tuple(shared)

@@ -5,6 +5,15 @@ from pathlib import Path
 
 LIPGAN = Path(__file__).resolve().parents[1] / "lipgan"
 GIN_EDGE = {"config.py", "cli.py"}
+#: Modules that may import the gin edge (lipgan.config): the CLI's, a study cell's process, and
+#: the conformance kit's gin check. Below them, nothing parses gin.
+CONFIG_CLIENTS = {
+    "cli.py",
+    "cli_shared.py",
+    "rundir_cli.py",
+    "cell_process.py",
+    "testing/checks.py",
+}
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -35,6 +44,30 @@ def test_only_config_and_cli_import_gin():
         if "gin" in imported_modules(p) and str(p.relative_to(LIPGAN)) not in GIN_EDGE
     ]
     assert offenders == []
+
+
+def _imports_config(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module == "lipgan" and not node.level:
+            if any(alias.name == "config" for alias in node.names):
+                return True
+        if isinstance(node, ast.ImportFrom) and node.module == "lipgan.config":
+            return True
+        if isinstance(node, ast.Import) and any(a.name == "lipgan.config" for a in node.names):
+            return True
+    return False
+
+
+def test_only_the_edge_imports_the_gin_edge():
+    """gin is parsed into a Trainer at the edge; the library below (study included) never
+    reaches for lipgan.config. The study's one exception is the budget of a data set, its shipped
+    config's train.steps (lipgan.study.spec.config_steps), read once per data set."""
+    offenders = [
+        str(p.relative_to(LIPGAN))
+        for p in core_modules()
+        if _imports_config(p) and str(p.relative_to(LIPGAN)) not in CONFIG_CLIENTS | GIN_EDGE
+    ]
+    assert offenders == ["study/spec.py"]
 
 
 def test_the_core_never_imports_the_builtin_plugins():

@@ -162,7 +162,7 @@ def test_a_record_lipgan_cannot_read_is_one_line(tmp_path, text, message):
 
 
 def test_the_one_comparison_ignores_how_long_and_how_often():
-    from lipgan.record import differences
+    from lipgan.spec import settings_differences as differences
 
     old = {"step_config": {"seed": 0}, "intervals": {"log_every": 1}, "constraint": {"weight": 1}}
     new = {"step_config": {"seed": 0}, "intervals": {"log_every": 5}, "constraint": {"weight": 2}}

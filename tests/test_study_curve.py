@@ -42,7 +42,7 @@ def _cell_file(tmp_path, name, steps, eval_every, extra=()):
 def _run_cell(tmp_path, name, steps, eval_every):
     cell_file, run_dir = _cell_file(tmp_path, name, steps, eval_every), tmp_path / name
     proc = subprocess.run(
-        [sys.executable, "-m", "lipgan.study.cell", str(cell_file), str(run_dir)],
+        [sys.executable, "-m", "lipgan.cell_process", str(cell_file), str(run_dir)],
         capture_output=True,
         text=True,
         timeout=HANG_S,
@@ -79,7 +79,7 @@ def test_a_stopped_cell_resumes_and_its_curve_continues(tmp_path):
     extra = ["train.checkpoint_every = 0", "train.log_every = 50", "train.steps_per_execution = 10"]
     cell_file = _cell_file(tmp_path, "stopped", steps=600, eval_every=20, extra=extra)
     run_dir = tmp_path / "r"
-    args = [sys.executable, "-m", "lipgan.study.cell", str(cell_file), str(run_dir)]
+    args = [sys.executable, "-m", "lipgan.cell_process", str(cell_file), str(run_dir)]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     reached = wait_while_running(
         proc, lambda: len(points(read(run_dir))) >= 3, "three curve points", seconds=HANG_S

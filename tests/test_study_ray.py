@@ -203,7 +203,7 @@ def test_a_killed_ray_worker_is_retried_and_the_cell_resumes_from_its_checkpoint
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not (log.is_file() and log.read_text().strip()):
         time.sleep(0.05)
-    (cell,) = [p for p in processes_mentioning(str(run_dir)) if "lipgan.study.cell" in _cmd(p)]
+    (cell,) = [p for p in processes_mentioning(str(run_dir)) if "lipgan.cell_process" in _cmd(p)]
     worker = _ppid(cell)  # the Ray worker that runs the cell's task
     assert "ray" in _cmd(worker).lower(), _cmd(worker)
     os.kill(worker, signal.SIGKILL)

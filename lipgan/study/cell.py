@@ -1,9 +1,9 @@
-"""One study cell in its own process: ``python -m lipgan.study.cell CELL_JSON RUN_DIR``.
+"""One study cell in its own process (``python -m lipgan.cell_process CELL_JSON RUN_DIR``).
 
-Trains through the same call as ``lipgan run`` (:func:`lipgan.config.train_configured`: the gin
-root ``train``, a :class:`lipgan.Trainer` and its ``fit``; re-running on the run dir resumes from
-its checkpoint), takes the quality curve between compiled calls (:mod:`lipgan.study.curve`), then
-evaluates the trained models on the PacGAN protocol's 2,500 samples and writes ``result.json``
+The process (:mod:`lipgan.cell_process`, the gin edge) trains through the same call as ``lipgan
+run`` (:func:`lipgan.config.train_configured`: the gin root ``train``, a :class:`lipgan.Trainer`
+and its ``fit``; re-running on the run dir resumes from its checkpoint); this module, free of gin,
+takes the quality curve between compiled calls (:mod:`lipgan.study.curve`), then evaluates the trained models on the PacGAN protocol's 2,500 samples and writes ``result.json``
 (with the curve, and ``samples.npy`` for the study's scatter plots) in the run dir. gin only turns a
 cell's SPEC into a trainer: :func:`train_cell` measures a :class:`lipgan.Trainer` made from Python
 objects the same way, without gin. The toy sets' W1 floor is left to
@@ -43,7 +43,7 @@ class Timing(Progress):
     The clock runs from the start of the training loop (after the run dir is restored), tracing
     and compilation included, and stops while the curve evaluates, so curve points cost no
     training time and ``seconds_per_iteration`` does not include them. The curve (every
-    ``eval_every`` iterations, on toy data only) is set up when fit hands over its trainer.
+    ``eval_every`` iterations, on toy data only) is set up when fit hands over its view.
     """
 
     def __init__(self, run_dir: Path | None = None, eval_every: int = 0, eval_samples: int = 0):
@@ -53,20 +53,21 @@ class Timing(Progress):
         self.marks: list[tuple[int, float]] = []
         self.paused = 0.0
 
-    def set_trainer(self, trainer) -> None:
+    def set_view(self, view) -> None:
         from lipgan import evaluation
         from lipgan.study.curve import CURVE_FILE, Curve
 
-        super().set_trainer(trainer)
-        toy = evaluation.toy_set_of(trainer.wgan, trainer.data_factory)
+        super().set_view(view)
+        toy = evaluation.toy_set_of(view.data, view.data_shape)
         if self.eval_every and toy:
             self.curve = Curve(
-                trainer.wgan,
+                view.sampler,
                 toy,
-                seed=trainer.seed,
+                seed=view.seed,
                 num_samples=self.eval_samples,
                 every=self.eval_every,
                 run_dir=self.run_dir,
+                raw=raw_sampler(view),
             )
         elif self.run_dir is not None and (self.run_dir / CURVE_FILE).exists():
             (self.run_dir / CURVE_FILE).unlink()
@@ -109,34 +110,6 @@ class Timing(Progress):
         return None, False
 
 
-def run_cell(cell: dict, run_dir: Path) -> dict:
-    """Train and measure a cell given as its JSON dict (gin files and bindings, :class:`Cell`)."""
-    from lipgan import config
-    from lipgan.plugins import load_registry
-    from lipgan.study.spec import Cell
-
-    threads = int(os.environ.get("LIPGAN_STUDY_THREADS", "0"))
-    if threads:
-        import tensorflow as tf
-
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
-    spec = Cell.from_dict(cell)
-    gin_files, bindings = spec.gin()
-    registry = load_registry().registry
-    # --steps shortens the run: stretch the config's learning-rate decay to match (bindings the
-    # user passed with --bind come last and still win).
-    schedule = config.stretched_schedules(gin_files, spec.steps, registry)
-    config.parse(gin_files, schedule + bindings, registry)
-    # `lipgan run`'s call (same settings, run dir checks, checkpoints, resume, gin record).
-    return measure(
-        lambda timing: config.train_configured(run_dir=run_dir, progress=timing),
-        run_dir,
-        eval_samples=spec.eval_samples,
-        eval_every=spec.eval_every,
-    )
-
-
 def train_cell(
     trainer,
     run_dir: Path,
@@ -146,7 +119,8 @@ def train_cell(
     eval_every: int = EVAL_EVERY,
 ) -> dict:
     """Train ``trainer`` (a :class:`lipgan.Trainer` made from Python objects) to ``steps`` in
-    ``run_dir`` and measure it as a study cell; the result :func:`run_cell` returns. No gin."""
+    ``run_dir`` and measure it as a study cell; the result a cell's process returns
+    (:func:`lipgan.cell_process.run_cell`, which builds its trainer from gin). No gin."""
     return measure(
         lambda timing: trainer.fit(steps, run_dir=run_dir, progress=timing),
         Path(run_dir),
@@ -205,30 +179,33 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
     except Interrupted:
         timing.stopped()
         raise
-    trainer = timing.trainer  # the one trainer: training, the curve and the final evaluation
+    view = timing.view  # the one run: training, the curve and the final evaluation
+    spec = view.spec
     # Kept before the evaluation, so that a second driver's re-run finds it as soon as it can.
     timed = timing_of(timing, time.perf_counter() - started, state.step, run_dir)
     began = time.perf_counter()
 
-    def measured(generator=None) -> dict:
+    def measured(sampler) -> dict:
         # The study computes the W1 floor once per data set from many pairs (report.references).
         values = evaluation.evaluate(
-            trainer.wgan,
-            trainer.data_factory,
-            seed=trainer.seed,
-            batch_size=trainer.global_batch_size,
+            sampler,
+            view.data,
+            critic=view.critic,
+            seed=view.seed,
+            batch_size=spec.step_config.global_batch_size,
             num_samples=eval_samples,
-            inception_weights=trainer.inception_weights,
+            inception_weights=spec.inception_weights,
             w1_floor=False,
-            generator=generator,
         )
         return {k.removeprefix("eval/"): v for k, v in values.items()}
 
-    metrics = measured()  # the sampler: the EMA when train.ema_decay is on
-    if trainer.wgan.generator_ema is not None:  # the raw generator too (lipgan.study.curve.NO_EMA)
-        metrics[NO_EMA] = measured(trainer.wgan.generator)
-    fake = trainer.sample(eval_samples)  # the same fixed-noise samples evaluate() used
-    if trainer.wgan.data_shape == (2,):
+    metrics = measured(view.sampler)  # the EMA when train.ema_decay is on
+    raw = raw_sampler(view)
+    if raw is not None:  # the raw generator too (lipgan.study.curve.NO_EMA)
+        metrics[NO_EMA] = measured(raw)
+    # the same fixed-noise samples evaluate() used
+    fake = evaluation.generate(view.sampler, eval_samples, view.seed)
+    if fake.shape[1:] == (2,):
         np.save(run_dir / "samples.npy", np.asarray(fake, np.float32))
     else:  # images: the first 64 for the report's sample grid
         np.save(run_dir / "samples.npy", np.asarray(fake[:64], np.float32))
@@ -245,6 +222,16 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
     return result
 
 
+def raw_sampler(view):
+    """The raw generator's :class:`lipgan.callbacks.Sampler` where the run samples from its EMA
+    (measured beside it, :data:`lipgan.study.curve.NO_EMA`); None otherwise."""
+    from lipgan.callbacks import Sampler
+
+    if view.generator_ema is None:
+        return None
+    return Sampler(view.generator, view.sampler.latent_shape)
+
+
 #: Exit status of a cell whose run dir was refused (written by an older lipgan, in use by another
 #: process, ...): a problem of the study's files, not a result of the method, so the cell writes
 #: no result (recording it as failed would put a failed seed in the study's table for good) and
@@ -252,7 +239,9 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
 RUN_DIR_REFUSED = 3
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], run_cell) -> int:
+    """A cell's process: ``run_cell(cell, run_dir)`` (:func:`lipgan.cell_process.run_cell`, the
+    gin edge) on ``CELL_JSON RUN_DIR``, its result written to ``RUN_DIR/result.json``."""
     cell_file, run_dir = Path(argv[0]), Path(argv[1])
     if os.environ.get(ORPHAN_ENV):  # under Ray: stop (checkpoint) if the worker dies under us
         stop_when_orphaned(int(os.environ[ORPHAN_ENV]))
@@ -282,7 +271,3 @@ def main(argv: list[str]) -> int:
     tmp.write_text(json.dumps(result, indent=2, default=float))
     os.replace(tmp, run_dir / "result.json")
     return code
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

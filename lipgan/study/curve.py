@@ -64,12 +64,15 @@ def points(lines: list[dict]) -> list[dict]:
 
 
 class Curve:
-    """Evaluates the generator of ``wgan`` every ``every`` iterations on toy set ``toy_set``."""
+    """Evaluates the run's sampler every ``every`` iterations on toy set ``toy_set`` (and its raw
+    generator beside it when the sampler is an EMA: ``raw``, a :class:`lipgan.callbacks.Sampler`)."""
 
-    def __init__(self, wgan, toy_set: str, *, seed: int, num_samples: int, every: int, run_dir):
+    def __init__(
+        self, sampler, toy_set: str, *, seed: int, num_samples: int, every: int, run_dir, raw=None
+    ):
         from lipgan.data.toy import MODE_CENTERS, MODE_STD, SAMPLERS
 
-        self.wgan, self.toy_set, self.seed = wgan, toy_set, seed
+        self.sampler, self.raw, self.toy_set, self.seed = sampler, raw, toy_set, seed
         self.num_samples, self.every = num_samples, every
         self.path = Path(run_dir) / CURVE_FILE
         self.centers, self.std = MODE_CENTERS.get(toy_set), MODE_STD.get(toy_set)
@@ -104,17 +107,17 @@ class Curve:
         from lipgan.evaluation import generate
         from lipgan.metrics.toy import mode_metrics, sliced_wasserstein1
 
-        def measure(generator) -> dict:
-            fake = generate(self.wgan, self.num_samples, self.seed, generator)
+        def measure(sampler) -> dict:
+            fake = generate(sampler, self.num_samples, self.seed)
             out = {"sliced_w1": sliced_wasserstein1(fake, self.real)}
             if self.centers is not None:
                 modes = mode_metrics(fake, self.centers, self.std)
                 out.update({k: v for k, v in modes.items() if k in CURVE_KEYS})
             return out
 
-        out = measure(self.wgan.sampler)
-        if self.wgan.generator_ema is not None:  # the same run without its EMA, for comparison
-            out[NO_EMA] = measure(self.wgan.generator)
+        out = measure(self.sampler)
+        if self.raw is not None:  # the same run without its EMA, for comparison
+            out[NO_EMA] = measure(self.raw)
         return out
 
     def record(self, step: int, seconds: float) -> None:

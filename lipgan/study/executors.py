@@ -1,7 +1,7 @@
 """Where a study's cells run: one cell function, executors behind one small interface.
 
 The cell function is :func:`lipgan.study.runner.run_cell_process`: one cell in its own process
-(``python -m lipgan.study.cell``, one TF runtime per cell), its result or None when a signal
+(``python -m lipgan.cell_process``, one TF runtime per cell), its result or None when a signal
 stopped it. An executor only decides *where* that function runs; everything else (which cells are
 finished, progress and ETA, the stop line, the report) is :func:`lipgan.study.runner.run_cells`,
 the same for every executor. The interface (:class:`Executor`):

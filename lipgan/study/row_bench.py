@@ -3,7 +3,8 @@
 A study's cells run for hours beside whatever else the machine does, so their own clocks do not
 compare rows (one GP cell took 1,315 s under load and 118 s on quiet cores). Here every chosen row
 (data set × constraint, its chosen config, EMA on as in the replicates) is built as a
-:class:`lipgan.Trainer` from the same gin a replicate uses, warmed up (tracing and compilation),
+:class:`lipgan.Trainer` from the same gin a replicate uses (``build``:
+:func:`lipgan.cell_process.cell_trainer`, the gin edge, which ``lipgan tune --bench`` passes), warmed up (tracing and compilation),
 then timed in ``rounds`` rounds that visit the rows in turn, each round training ``iterations``
 more iterations per row; a row's figure is the median of its rounds. Interleaving puts every row
 under the same machine conditions; the median drops a round a background job disturbed.
@@ -21,18 +22,6 @@ from pathlib import Path
 #: Rounds per row and iterations per round (a few seconds per row and round on a toy MLP).
 ROUNDS = 5
 ITERATIONS = 100
-
-
-def _trainer(cell):
-    """The Trainer a replicate cell trains, built (not trained) from its gin."""
-    from lipgan import config
-    from lipgan.plugins import load_registry
-
-    registry = load_registry().registry
-    gin_files, bindings = cell.gin()
-    schedule = config.stretched_schedules(gin_files, cell.steps, registry)
-    config.parse(gin_files, schedule + bindings, registry)
-    return config.build_trainer()
 
 
 def machine() -> str:
@@ -57,6 +46,7 @@ def measure(
     rounds: int = ROUNDS,
     iterations: int = ITERATIONS,
     log: Callable[[str], None] | None = None,
+    build: Callable,
 ) -> dict:
     """``{'rows': [{'dataset', 'constraint', 'seconds_per_iteration', 'rounds'}], ...}``."""
     from lipgan.progress import Progress
@@ -67,7 +57,7 @@ def measure(
     cells = [c for c in replicate_cells(spec, chosen) if c.seed == 0]
     trainers = []
     for cell in cells:
-        trainer = _trainer(cell)
+        trainer = build(cell)
         trainer.fit(iterations, progress=quiet)  # warm-up: tracing, compilation, first batches
         trainers.append(trainer)
         log(f"bench: built and warmed up {cell.dataset} {cell.constraint}")

@@ -9,7 +9,7 @@ Layout of a study dir::
                                         (:mod:`lipgan.study.sessions`)
 
 A cell is finished when its ``result.json`` exists and records the same cell (status ok or failed);
-an unfinished cell is (re)started with ``python -m lipgan.study.cell``, which resumes its run dir
+an unfinished cell is (re)started with ``python -m lipgan.cell_process``, which resumes its run dir
 from the latest checkpoint as ``lipgan run`` does.
 """
 
@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lipgan import child_process
+from lipgan.compare import differences
 from lipgan.errors import ConfigError, Interrupted
 from lipgan.interrupt import SIGNALS
 from lipgan.study import sessions
@@ -65,7 +66,7 @@ def read_result(out: Path, cell: Cell) -> tuple[dict | None, str | None]:
         return None, f"unreadable ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
     if not isinstance(result, dict):
         return None, f"a JSON {type(result).__name__}, not a result"
-    if result.get("cell") != cell.as_dict():
+    if cell.differences(result.get("cell")):
         return None, None
     if result.get("status") not in ("ok", "failed") or not isinstance(
         result.get("metrics", {}), dict
@@ -132,7 +133,7 @@ def _check_out(out: Path, spec: StudySpec, force: bool) -> None:
             old = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
             old = f"unreadable ({str(exc).splitlines()[0]})"
-        if old != spec.as_dict() and not force:
+        if (not isinstance(old, dict) or differences(old, spec.as_dict())) and not force:
             what = old if isinstance(old, str) else "another spec"
             raise ConfigError(
                 f"{path} holds {what}; use another --out, or pass --force to replace it (cells "
@@ -182,7 +183,7 @@ class CellProcesses:
                     proc.send_signal(forward)
 
     def run(self, args: list[str], env: dict) -> subprocess.CompletedProcess | None:
-        """Run ``python -m lipgan.study.cell CELL_JSON RUN_DIR`` to its end, ``env`` overriding
+        """Run ``python -m lipgan.cell_process CELL_JSON RUN_DIR`` to its end, ``env`` overriding
         the variables of :func:`lipgan.child_process.environment`; None when a stop was
         requested first.
 
@@ -199,7 +200,7 @@ class CellProcesses:
                 if self.signum is not None:
                     return None
                 proc = child_process.start(
-                    "lipgan.study.cell", *args, env=env, cwd=os.getcwd(), start_new_session=True,
+                    "lipgan.cell_process", *args, env=env, cwd=os.getcwd(), start_new_session=True,
                     stdout=output, stderr=subprocess.STDOUT,
                 )  # fmt: skip
                 self._live.add(proc)
@@ -276,7 +277,7 @@ def _move_other_cell_aside(run_dir: Path, cell: Cell) -> None:
         recorded = json.loads((run_dir / "cell.json").read_text())
     except (OSError, ValueError):
         return
-    if recorded == cell.as_dict() or cell.continues(recorded):
+    if not cell.differences(recorded) or cell.continues(recorded):
         return
     aside, n = run_dir.with_name(run_dir.name + "-replaced"), 1
     while aside.exists():

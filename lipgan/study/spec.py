@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import json
 
+from lipgan.compare import differences
 from lipgan.errors import ConfigError
 
 #: Data set name on the command line -> (shipped gin config, ``dataset.name`` binding or None).
@@ -131,8 +132,16 @@ class Cell:
         if self.trial_seed is None or not isinstance(recorded, dict):
             return False
         steps = recorded.get("steps")
-        same = {**recorded, "steps": self.steps} == self.as_dict()
+        same = not differences(recorded, self.as_dict(), ignore=("steps",))
         return same and isinstance(steps, int) and steps < self.steps
+
+    def differences(self, recorded) -> list[str]:
+        """How a recorded cell (its ``cell.json``, ``result.json["cell"]``) differs from this
+        one, by the one comparison of runs (:func:`lipgan.spec.differences`); [] when it is
+        this cell."""
+        if not isinstance(recorded, dict):
+            return [f"not a cell: a JSON {type(recorded).__name__}"]
+        return differences(recorded, self.as_dict())
 
     def gin(self) -> tuple[list[str], list[str]]:
         """(gin files, bindings) of this cell's run."""
