@@ -1,8 +1,8 @@
 """``RunSpec``: the one declaration of what a run is, and the one comparison of two runs.
 
 A :class:`lipgan.Trainer` is built from a :class:`RunSpec` (``Trainer(**keywords)`` is
-``Trainer.from_spec(RunSpec(**keywords))``); ``lipgan run`` parses gin into one
-(:func:`lipgan.config.configured_spec`); a run dir's ``run.json`` records one
+``Trainer.from_spec(RunSpec(**keywords))``); ``lipgan run`` parses gin into one (the gin root
+``train``, whose parameters are the spec's fields: :func:`lipgan.train_root.group_settings`); a run dir's ``run.json`` records one
 (:meth:`RunSpec.to_json`) and rebuilds one (:meth:`RunSpec.from_json`). Before it, one run was
 described field by field in four places (the settings, the rebuild description, the rebuild
 reader and the gin root), so a new Trainer keyword meant four edits.

@@ -1,8 +1,8 @@
 """``train``: the gin root of ``lipgan run``, generated from the Python API's own definitions.
 
 Every ``train.*`` binding is a parameter of the Python API, and its default is defined there
-once: the :class:`lipgan.Trainer` keywords (``train.constraint``, ``train.checkpoint_input``...),
-the fields of :class:`lipgan.StepConfig` (``train.n_critic``, ``train.seed``...) and of
+once: the fields of :class:`lipgan.spec.RunSpec`, the Trainer's keywords (``train.data``,
+``train.constraint``...), the fields of :class:`lipgan.StepConfig` (``train.n_critic``, ``train.seed``...) and of
 :class:`lipgan.Intervals` (``train.log_every``...), and :meth:`lipgan.Trainer.fit`'s keywords
 (``run_dir``, ``force``, ``callbacks``...). :data:`train`'s signature is built from them, so gin
 checks binding names and records defaults (the operative config in ``run.json``) from the same
@@ -63,8 +63,9 @@ def _parameters() -> dict[str, tuple[str, inspect.Parameter]]:
 PARAMETERS = _parameters()
 
 
-def group_settings(settings: dict) -> tuple[dict, dict]:
-    """Flat ``train.*`` values -> (the :class:`~lipgan.Trainer`'s keywords, ``fit``'s).
+def group_settings(settings: dict) -> tuple[RunSpec, dict]:
+    """Flat ``train.*`` values -> (the run's :class:`~lipgan.spec.RunSpec`, ``fit``'s keywords):
+    where gin's values become a spec, once, and are checked.
 
     Grouped as the Python API groups them: the step's static parameters into a
     :class:`~lipgan.StepConfig`, the host loop's cadence into :class:`~lipgan.Intervals`. Only the
@@ -89,7 +90,7 @@ def group_settings(settings: dict) -> tuple[dict, dict]:
             groups[where][key] = value
     for group, cls in _GROUPS.items():
         trainer[group] = cls(**groups[group])
-    return trainer, fit
+    return RunSpec(**trainer), fit
 
 
 def trainer_from_settings(settings: dict) -> Trainer:
@@ -97,7 +98,7 @@ def trainer_from_settings(settings: dict) -> Trainer:
 
     What ``lipgan eval``/``sample`` build from a run's config (without training it).
     """
-    return Trainer(**group_settings(settings)[0])
+    return Trainer.from_spec(group_settings(settings)[0])
 
 
 def train(**settings) -> TrainState:
@@ -109,8 +110,8 @@ def train(**settings) -> TrainState:
     :class:`lipgan.Trainer`, :class:`lipgan.StepConfig`, :class:`lipgan.Intervals` and
     :meth:`lipgan.Trainer.fit` (``inspect.signature(train)`` lists them).
     """
-    trainer, fit = group_settings(settings)
-    return Trainer(**trainer).fit(fit.pop("steps", STEPS), **fit)
+    spec, fit = group_settings(settings)
+    return Trainer.from_spec(spec).fit(fit.pop("steps", STEPS), **fit)
 
 
 train.__signature__ = inspect.Signature(

@@ -132,7 +132,7 @@ class Trainer:
             config=config,
         )
         check_critic_output(self.wgan.critic)
-        check_ranges(  # now, not only when fit() is called: nothing is written before either
+        check_ranges(  # once, here, where the spec is built: nothing is written before it
             {
                 "critic_optimizer": optimizer_settings(self.wgan.critic_optimizer),
                 "generator_optimizer": optimizer_settings(self.wgan.generator_optimizer),
