@@ -41,7 +41,7 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
     `lipgan run`'s call (same settings, run dir checks, checkpoints, resume, gin record)."""
     from lipgan import config
     from lipgan.study.cell import measure
-    from lipgan.study.spec import Cell
+    from lipgan.study.spec import Cell, image_metrics
 
     threads = int(os.environ.get("LIPGAN_STUDY_THREADS", "0"))
     if threads:
@@ -56,6 +56,7 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
         run_dir,
         eval_samples=spec.eval_samples,
         eval_every=spec.eval_every,
+        metrics=image_metrics(spec.dataset, spec.metrics),
     )
 
 

@@ -258,6 +258,16 @@ def build_trainer():
     return train_root.trainer_from_settings(gin.get_bindings(train_root.train))
 
 
+def trainer_of(gin_files: list[str], bindings: list[str], registry: Registry):
+    """The :class:`lipgan.Trainer` that ``gin_files`` and ``bindings`` describe, built but not
+    trained; leaves gin cleared (a study's reference rows read its data this way)."""
+    parse(gin_files, bindings, registry)
+    try:
+        return build_trainer()
+    finally:
+        gin.clear_config()
+
+
 def configured(cls: type, bindings: dict):
     """An instance of a registered plugin class built by gin from ``{parameter: value}`` bindings.
 

@@ -224,6 +224,7 @@ def evaluate(
     inception_weights: str | None = None,
     w1_floor: bool = True,
     metrics: tuple[str, ...] | None = None,
+    extra: tuple[str, ...] = (),
 ) -> dict:
     """The registered metrics (``lipgan_register_metrics``) that apply to this run's data, or the
     ones named, as a flat ``{'eval/...': float}`` dict.
@@ -240,6 +241,8 @@ def evaluate(
         w1_floor: False skips the toy sets' real-vs-real floor (a study computes it once).
         metrics: metric names to compute (``lipgan eval --metric``); None: every default metric
             that applies (:func:`select_metrics`).
+        extra: with ``metrics`` None, metrics computed beside the defaults (a study's image
+            scores, ``lipgan study --metric``); each must apply.
 
     Returns:
         ``{'eval/<metric>': float}`` (docs/metrics.md says what each means).
@@ -265,7 +268,7 @@ def evaluate(
         w1_floor=w1_floor,
         seed=seed,
     )
-    chosen = select_metrics(data, metrics)
+    chosen = select_metrics(data, metrics, extra=extra)
     # One stream for both real samples when a metric needs the second (the real-vs-real floor).
     twice = any(m.needs_more_real for m in chosen)
     drawn = real_samples(dataset, num_samples * (2 if twice else 1), batch_size, seed)
@@ -277,16 +280,19 @@ def evaluate(
     return out
 
 
-def select_metrics(data: EvalData, names=None, registry=None) -> list:
+def select_metrics(data: EvalData, names=None, registry=None, extra=()) -> list:
     """Instances of the metrics to compute on ``data``: the ``names`` given, each of which must
-    apply (one line otherwise), or every registered default metric that applies."""
+    apply (one line otherwise), or every registered default metric that applies followed by the
+    ``extra`` names (each must apply; one already among the defaults is computed once)."""
     from lipgan.plugins import default_registry
 
     registry = registry or default_registry()
     if names is None:
         entries = [e for e in registry.entries("metric") if e.cls.default]
-        metrics = [e.cls() for e in entries]
-        return [m for m in metrics if m.applies(data)]
+        defaults = [e.cls() for e in entries]
+        defaults = [m for m in defaults if m.applies(data)]
+        added = [n for n in dict.fromkeys(extra) if n not in {m.name for m in defaults}]
+        return defaults + (select_metrics(data, added, registry) if added else [])
     metrics = [registry.get("metric", name)() for name in dict.fromkeys(names)]
     here = [e.name for e in registry.entries("metric") if e.cls().applies(data)]
     for metric in metrics:

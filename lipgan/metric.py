@@ -90,6 +90,12 @@ class Metric(Named):
         """Whether this metric can be computed on ``data`` (e.g. only on images)."""
         return True
 
+    def check_ready(self) -> None:
+        """Raise a one-line :class:`lipgan.errors.LipganError` when this metric cannot be
+        computed on this machine (a weights file that is neither here nor downloadable). A study
+        calls it for the metrics it records before any cell trains, so that hours of training do
+        not end in an evaluation that fails; the default has nothing to check."""
+
     def compute(self, data: EvalData) -> dict[str, float]:
         """The metric's values, ``{key: float}``; keys become ``eval/<key>`` in the results.
 

@@ -30,7 +30,22 @@ from lipgan.cli_shared import StudyDir, check_constraints, executor_options, mak
     "datasets",
     multiple=True,
     metavar="NAME",
-    help="ring, grid, 8gaussians, 25gaussians, swissroll, digits (repeatable; default: ring, grid).",
+    help="ring, grid, 8gaussians, 25gaussians, swissroll, digits, cifar10 (repeatable; default: "
+    "ring, grid).",
+)
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="NAME",
+    help="A registered metric the image data sets' rows record (repeatable; `lipgan plugins` "
+    "lists them; default: digits' classifier FD/KID, and fid, is, kid, prdc on cifar10, whose "
+    "Inception weights must be here before training).",
+)
+@click.option(
+    "--eval-samples",
+    type=click.IntRange(min=2),
+    help="Samples per evaluation (default 2,500, PacGAN's protocol; the papers' FID: 50,000).",
 )
 @click.option("--seeds", type=click.IntRange(min=1), help="Seeds per cell (default 10).")
 @click.option(
@@ -71,6 +86,8 @@ from lipgan.cli_shared import StudyDir, check_constraints, executor_options, mak
 def study(
     constraints,
     datasets,
+    metrics,
+    eval_samples,
     seeds,
     steps,
     eval_every,
@@ -89,7 +106,14 @@ def study(
 ):
     """Train constraint × seed × data set, each cell an ordinary run; write study.json/md/png."""
     from lipgan.plugins import load_registry
-    from lipgan.study import EVAL_EVERY, QUICK, StudySpec, default_constraints, run_study
+    from lipgan.study import (
+        EVAL_EVERY,
+        EVAL_SAMPLES,
+        QUICK,
+        StudySpec,
+        default_constraints,
+        run_study,
+    )
 
     registry = load_registry().registry
     constraints = check_constraints(constraints, registry) or default_constraints(registry)
@@ -102,19 +126,30 @@ def study(
         steps=steps or defaults["steps"],
         bindings=tuple(bindings),
         eval_every=eval_every if eval_every is not None else defaults.get("eval_every", EVAL_EVERY),
+        eval_samples=eval_samples or EVAL_SAMPLES,
         smoke_test=quick,
+        metrics=tuple(dict.fromkeys(metrics)),
     )
-    cells = make_executor(
-        executor,
-        "study",
-        registry,
-        jobs=jobs,
-        ray_address=ray_address,
-        cell_resources=cell_resources,
-        storage=storage,
+    # --report-only runs nothing, so it needs no executor (nor Ray for one)
+    cells = (
+        None
+        if report_only
+        else make_executor(
+            executor,
+            "study",
+            registry,
+            jobs=jobs,
+            ray_address=ray_address,
+            cell_resources=cell_resources,
+            storage=storage,
+        )
     )
     log = None if quiet else (lambda line: click.echo(line, err=True))
-    command = "lipgan study " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    # the study's command, not this invocation's: a report rebuilt with --report-only says how
+    # its cells were made
+    command = "lipgan study " + " ".join(
+        shlex.quote(a) for a in sys.argv[2:] if a != "--report-only"
+    )
     report = run_study(
         spec,
         out,

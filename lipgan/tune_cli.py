@@ -176,17 +176,26 @@ def tune(
         search_seeds=search_seeds,
     )
     spec.check()
-    cells = make_executor(
-        executor,
-        "tune",
-        registry,
-        jobs=jobs,
-        ray_address=ray_address,
-        cell_resources=cell_resources,
-        storage=storage,
+    # --report-only runs nothing, so it needs no executor (nor Ray for one)
+    cells = (
+        None
+        if report_only
+        else make_executor(
+            executor,
+            "tune",
+            registry,
+            jobs=jobs,
+            ray_address=ray_address,
+            cell_resources=cell_resources,
+            storage=storage,
+        )
     )
     log = None if quiet else (lambda line: click.echo(line, err=True))
-    command = "lipgan tune " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    # the study's command, not this invocation's: a report rebuilt with --report-only says how
+    # its cells were made
+    command = "lipgan tune " + " ".join(
+        shlex.quote(a) for a in sys.argv[2:] if a != "--report-only"
+    )
     report = tuned.run_tune(
         spec,
         out,

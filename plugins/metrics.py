@@ -125,6 +125,14 @@ class InceptionMetric(Metric):
     def applies(self, data: EvalData) -> bool:
         return data.is_image
 
+    def check_ready(self) -> None:
+        """The graph's file is here, in the cache, or downloadable now (downloaded if so): else
+        :class:`lipgan.metrics.weights.WeightsError`, one line naming the file and where to put
+        it (:func:`lipgan.metrics.weights.weights_path`)."""
+        from lipgan.metrics import inception
+
+        inception.weights_path()
+
 
 class Fid(InceptionMetric):
     """FID (Heusel et al. 2017) on the 2015 Inception graph's pool3, as TTUR and the papers."""

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from lipgan.study import figure, references, report, summary, tables
+from lipgan.study.intervals import bootstrap_interval
 
 
 def _ok(dataset, constraint, seed, curve=None, **metrics):
@@ -74,11 +75,12 @@ def test_reference_rows_with_the_study_protocol_and_a_floor_with_its_error():
     assert all(c["modes_covered"] == 8 for c in rows[references.SUPPORT]["cells"])
     floor = references.compute("ring", 1000, seeds=1, pairs=4)["floor"]
     assert floor["pairs"] == 4 and floor["se"] > 0 and 0 < floor["mean"] < 0.2
-    assert references.compute("digits", 1000, seeds=1) is None
+    # neither points nor images: no rows (image data sets': tests/test_image_study.py)
+    assert references.compute("no_such_data_set", 1000, seeds=1) is None
 
 
 def test_time_to_target_is_the_first_curve_point_meeting_all_three_and_a_censored_median():
-    target = summary.TARGETS["ring"]
+    target = summary.THRESHOLDS["ring"]
     good = {"modes_covered": 8, "high_quality_fraction": 0.96, "reverse_kl": 0.01}
     curve = [
         {
@@ -131,16 +133,26 @@ def test_the_last_quarter_tells_a_curve_still_rising_from_a_flat_one():
         _ok("ring", "alone", 0, curve=rising),
     ]
     by_row = summary.summarize(results)["ring"]
-    assert by_row["climbing"]["late_change"][:2] == pytest.approx((0.225, 0.025))
-    assert tables.trend(by_row["climbing"]["late_change"]) == "+22.5 ± 2.5 rising"
-    assert tables.trend(by_row["stalled"]["late_change"]).endswith(" flat")
-    assert tables.trend(by_row["alone"]["late_change"]) == "+20.0"  # one seed: no verdict
-    dropping = summary.mean_se([-0.2, -0.3])
-    assert tables.trend(dropping) == "-25.0 ± 5.0 falling"
+    climbing = by_row["climbing"]
+    assert climbing["late_change"][:2] == pytest.approx((0.225, 0.025))
+    # two seeds at +20 and +25 points: every resampled mean lies between them
+    assert climbing["late_interval"] == pytest.approx((0.2, 0.25))
+    assert tables.trend(climbing["late_change"], climbing["late_interval"]) == (
+        "+22.5 [+20.0, +25.0] rising"
+    )
+    stalled = by_row["stalled"]
+    assert tables.trend(stalled["late_change"], stalled["late_interval"]).endswith(" flat")
+    alone = by_row["alone"]
+    assert alone["late_interval"] is None  # one seed: no interval, no verdict
+    assert tables.trend(alone["late_change"], alone["late_interval"]) == "+20.0"
+    dropping = [-0.2, -0.3]
+    assert tables.trend(summary.mean_se(dropping), bootstrap_interval(dropping)) == (
+        "-25.0 [-30.0, -20.0] falling"
+    )
     md = tables.markdown({"steps": 1000, "seeds": 2, "eval_samples": 2500}, results)
     assert "HQ change, last quarter (pp)" in md
     line = next(x for x in md.splitlines() if x.startswith("| climbing |"))
-    assert "+22.5 ± 2.5 rising" in line
+    assert "+22.5 [+20.0, +25.0] rising" in line
 
 
 def test_rows_that_do_not_beat_uniform_noise_are_marked():

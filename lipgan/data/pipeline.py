@@ -25,7 +25,11 @@ import tensorflow_datasets as tfds
 from lipgan.errors import DatasetError, first_line
 
 #: TFDS builder name -> module that defines it; these build locally, without network.
-OFFLINE_BUILDERS = {"lipgan_toy": "lipgan.data.toy", "lipgan_digits": "lipgan.data.digits"}
+OFFLINE_BUILDERS = {
+    "lipgan_toy": "lipgan.data.toy",
+    "lipgan_digits": "lipgan.data.digits",
+    "lipgan_shapes": "lipgan.data.shapes",
+}
 
 _MOCKING = contextvars.ContextVar("lipgan_mock_data", default=False)
 
@@ -195,6 +199,7 @@ IMAGE_DEFAULTS = {
     "cifar10": {"image_size": 32},
     "celeb_a": {"image_size": 64, "center_crop": 108},
     "lipgan_digits": {"image_size": 32},
+    "lipgan_shapes": {"image_size": 32},
 }
 
 #: ``cache="auto"`` keeps decoded float32 examples in memory only below this size.
@@ -263,6 +268,15 @@ def _fits_in_memory(ds: tf.data.Dataset, num_examples: int | None) -> bool:
     if not num_examples or per_example is None:
         return False  # unknown size: caching is not worth the risk
     return num_examples * per_example * 4 <= CACHE_LIMIT_BYTES
+
+
+def num_examples(factory) -> int | None:
+    """Examples in one epoch of a :func:`dataset` factory's split (distinct examples, in a
+    shuffled order, are the first that many of its stream); None for other data."""
+    settings = getattr(factory, "settings", None)
+    if not isinstance(settings, dict) or "split" not in settings:
+        return None
+    return _num_examples(settings["name"], settings["split"], getattr(factory, "data_dir", None))
 
 
 def _num_examples(name: str, split: str, data_dir: str | None) -> int | None:

@@ -164,10 +164,10 @@ def _has_scatter(ax) -> bool:
 def bar_panels(
     fig, labels, row_colors, metrics, references: dict, counts: dict, note: str = ""
 ) -> None:
-    """One horizontal bar chart per metric, rows top to bottom, mean ± s.e.
+    """One horizontal bar chart per metric, rows top to bottom, mean ± SD over seeds.
 
     ``metrics``: ``[(key, scale, [mean_se per row])]`` with :func:`lipgan.study.summary.mean_se`'s
-    ``(mean, se, infinite count, count)``; seeds with an infinite value are counted beside the
+    ``(mean, spread, infinite count, count)`` (the caller's spread: the SD); seeds with an infinite value are counted beside the
     bar, never drawn as a number. ``references``: ``{name: {key: mean_se}}``, vertical lines,
     one style each (:func:`reference_styles`). ``note``: said after the part's title.
     """
@@ -176,7 +176,7 @@ def bar_panels(
     for ax in axes.flat[len(metrics) :]:
         ax.set_visible(False)
     fig.suptitle(
-        "final evaluation, mean ± s.e. over seeds" + (f"; {note}" if note else ""),
+        "final evaluation, mean ± SD over seeds" + (f"; {note}" if note else ""),
         fontsize=FONT_SIZE + 1,
     )
     styles = reference_styles(references)
@@ -229,7 +229,7 @@ def curve_panels(fig, curves: dict, panels, references: dict, counts: dict) -> N
     """
     axes = fig.subplots(2, len(panels), squeeze=False)
     fig.suptitle(  # left: the legend's column, right, starts as high as the title
-        "quality during training, mean ± s.e. over seeds; below: against training seconds "
+        "quality during training, mean ± SD over seeds; below: against training seconds "
         "(mean over seeds)",
         fontsize=FONT_SIZE + 1,
         x=0.02,

@@ -16,10 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lipgan.errors import ConfigError
-from lipgan.study.spec import EVAL_EVERY, QUICK, Cell, StudySpec, default_constraints
+from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES, QUICK, Cell, StudySpec, default_constraints
 
 __all__ = [
     "EVAL_EVERY",
+    "EVAL_SAMPLES",
     "QUICK",
     "Cell",
     "StudyReport",
@@ -52,9 +53,14 @@ def run_study(
 
     ``executor`` runs the cells (:mod:`lipgan.study.executors`; default: a local pool of ``jobs``).
     ``report_only``: run nothing; write the report of the cells already finished (a study still
-    under way, here or on a cluster), marked partial when some are missing.
+    under way, here or on a cluster), marked partial when some are missing. Otherwise a metric
+    the study records that is unknown or cannot be computed here (FID's network without its
+    weights) is refused in one line before any cell trains (:func:`lipgan.study.spec.
+    check_metrics`).
     """
+    from lipgan.plugins import default_registry
     from lipgan.study import report, runner
+    from lipgan.study.spec import check_metrics
 
     if report_only:
         runner.check_out_dir(Path(out))  # the report is written there
@@ -65,6 +71,7 @@ def run_study(
         paths = report.write(Path(out), spec.as_dict(), results, command, log, total)
         return StudyReport(spec, results, paths)
 
+    check_metrics(spec.metrics, spec.datasets, default_registry())
     from lipgan.study.executors import LocalExecutor
 
     executor = executor or LocalExecutor(jobs or runner.default_jobs()[0])

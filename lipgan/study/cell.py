@@ -117,15 +117,18 @@ def train_cell(
     *,
     eval_samples: int = EVAL_SAMPLES,
     eval_every: int = EVAL_EVERY,
+    metrics: tuple[str, ...] = (),
 ) -> dict:
     """Train ``trainer`` (a :class:`lipgan.Trainer` made from Python objects) to ``steps`` in
     ``run_dir`` and measure it as a study cell; the result a cell's process returns
-    (:func:`lipgan.cell_process.run_cell`, which builds its trainer from gin). No gin."""
+    (:func:`lipgan.cell_process.run_cell`, which builds its trainer from gin). No gin.
+    ``metrics``: scores recorded beside the default metrics (a study's image scores)."""
     return measure(
         lambda timing: trainer.fit(steps, run_dir=run_dir, progress=timing),
         Path(run_dir),
         eval_samples=eval_samples,
         eval_every=eval_every,
+        metrics=metrics,
     )
 
 
@@ -166,9 +169,13 @@ def timing_of(timing: Timing, train_seconds: float, step: int, run_dir: Path) ->
     return {**dict.fromkeys(TIMING_KEYS), "timing_lost": lost}
 
 
-def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
+def measure(
+    fit, run_dir: Path, *, eval_samples: int, eval_every: int, metrics: tuple[str, ...] = ()
+) -> dict:
     """Call ``fit(progress)`` (a fit of one trainer in ``run_dir``) with the cell's clock and
-    curve, then evaluate what it trained on ``eval_samples``: the cell's result."""
+    curve, then evaluate what it trained on ``eval_samples`` with the default metrics and
+    ``metrics`` (the study's image scores, :func:`lipgan.study.spec.image_metrics`): the cell's
+    result."""
     from lipgan import evaluation
     from lipgan.study.curve import NO_EMA, points, read
 
@@ -196,13 +203,15 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
             num_samples=eval_samples,
             inception_weights=spec.inception_weights,
             w1_floor=False,
+            extra=metrics,
         )
         return {k.removeprefix("eval/"): v for k, v in values.items()}
 
-    metrics = measured(view.sampler)  # the EMA when train.ema_decay is on
+    # Not named `metrics`: measured() reads that (the extra scores) on its second call too.
+    found = measured(view.sampler)  # the EMA when train.ema_decay is on
     raw = raw_sampler(view)
     if raw is not None:  # the raw generator too (lipgan.study.curve.NO_EMA)
-        metrics[NO_EMA] = measured(raw)
+        found[NO_EMA] = measured(raw)
     # the same fixed-noise samples evaluate() used
     fake = evaluation.generate(view.sampler, eval_samples, view.seed)
     if fake.shape[1:] == (2,):
@@ -212,7 +221,7 @@ def measure(fit, run_dir: Path, *, eval_samples: int, eval_every: int) -> dict:
     result = {
         "status": "ok",
         "step": state.step,
-        "metrics": metrics,
+        "metrics": found,
         **timed,
         "final_eval_seconds": time.perf_counter() - began,
     }

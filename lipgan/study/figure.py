@@ -19,12 +19,13 @@ from lipgan.study.summary import (
     ema_never_averaged,
     ema_note,
     mean_se,
+    sd_of,
     summarize,
     uniform_reference,
 )
 
-#: The metric that picks a constraint's median seed for the figure: W1 (toys), FD (digits).
-MEDIAN_BY = ("w1", "digits_fd")
+#: The metric that picks a constraint's median seed for the figure: W1 (toys), FD (digits), FID.
+MEDIAN_BY = ("w1", "digits_fd", "fid")
 
 
 def _median_cell(results: list[dict]) -> dict | None:
@@ -55,9 +56,15 @@ CURVE_PANELS = [
 ]
 
 
+def with_sd(stat):
+    """A :func:`lipgan.study.summary.mean_se` tuple with its s.e. replaced by the SD over seeds:
+    the figure's bars and bands show the seeds' spread, as the tables' ± do."""
+    return None if stat is None else (stat[0], sd_of(stat), *stat[2:])
+
+
 def curve_bands(results: list[dict]) -> dict:
-    """{constraint: {'step': [...], 'seconds': [...], key: [(mean, se), ...]}} over the seeds'
-    curves of one data set, at the steps every seed of the row recorded; seconds are the mean
+    """{constraint: {'step': [...], 'seconds': [...], key: [(mean, SD, ∞, n), ...]}} over the
+    seeds' curves of one data set, at the steps every seed of the row recorded; seconds are the mean
     over seeds at each step. Infinite values (reverse KL with no high-quality sample) are left
     out of a step's mean."""
     by_row: dict[str, list[list[dict]]] = {}
@@ -73,7 +80,7 @@ def curve_bands(results: list[dict]) -> dict:
             "seconds": [float(np.mean([a[s]["seconds"] for a in at])) for s in steps],
         }
         for key, *_ in CURVE_PANELS:
-            band[key] = [mean_se([a[s].get(key) for a in at]) for s in steps]
+            band[key] = [with_sd(mean_se([a[s].get(key) for a in at])) for s in steps]
         out[constraint] = band
     return out
 
@@ -239,7 +246,10 @@ def _draw_block(fig, out, dataset, rows, results, bands, keys, heights, referenc
             next(parts),
             [("✗ " if c in losing else "") + names[c] for c in rows],
             [colors[c] for c in rows],
-            [(key, scale, [rows[c]["stats"].get(key) for c in rows]) for key, _, scale, _ in keys],
+            [
+                (key, scale, [with_sd(rows[c]["stats"].get(key)) for c in rows])
+                for key, _, scale, _ in keys
+            ],
             reference_means(reference, [k for k, *_ in keys]) | pacgan_level(dataset),
             counts,
             note=f"✗: does not beat uniform noise on all of {BEATS_WHAT}" if losing else "",

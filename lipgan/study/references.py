@@ -124,13 +124,24 @@ def evaluate(toy: str, n: int, seeds: int) -> dict:
     return out
 
 
-def compute(dataset: str, n: int, seeds: int, pairs: int = FLOOR_PAIRS) -> dict | None:
-    """``{'floor': {...}, 'rows': {...}}`` for a toy data set; None for the others."""
+def compute(
+    dataset: str, n: int, seeds: int, pairs: int = FLOOR_PAIRS, metrics=(), bindings=()
+) -> dict | None:
+    """``{'floor': {...}, 'rows': {...}}`` for a toy data set; for an image data set its rows
+    on the image ``metrics`` the study records (:mod:`lipgan.study.image_references`, its data
+    as ``bindings`` make it); None for the others."""
     from lipgan.metrics.toy import w1_floor_stats
+    from lipgan.study.spec import image_metrics
 
     toy = toy_set(dataset)
     if toy is None:
-        return None
+        if not image_metrics(dataset, metrics):
+            return None
+        from lipgan.study import image_references
+
+        return image_references.compute(
+            dataset, n, seeds, image_metrics(dataset, metrics), bindings
+        )
     return {
         "toy_set": toy,
         "floor": w1_floor_stats(toy, n, pairs=pairs),
@@ -139,10 +150,21 @@ def compute(dataset: str, n: int, seeds: int, pairs: int = FLOOR_PAIRS) -> dict 
 
 
 def load_or_compute(
-    out: Path, datasets, n: int, seeds: int, log=None, pairs: int = FLOOR_PAIRS
+    out: Path,
+    datasets,
+    n: int,
+    seeds: int,
+    log=None,
+    pairs: int = FLOOR_PAIRS,
+    metrics=(),
+    bindings=(),
 ) -> dict:
     """{data set: reference dict or None}, read from ``out/references.json`` when it holds the
-    same definition, computed (and cached there) otherwise."""
+    same definition, computed (and cached there) otherwise. ``metrics`` and ``bindings`` (the
+    study's ``--metric`` and ``--bind``) define an image data set's rows, so they are part of
+    its entry's definition."""
+    from lipgan.study.spec import image_metrics
+
     path = Path(out) / "references.json"
     key = {"version": VERSION, "n": n, "seeds": seeds, "floor_pairs": pairs}
     try:
@@ -152,10 +174,16 @@ def load_or_compute(
     entries = cached.get("datasets", {}) if cached.get("key") == key else {}
     changed = False
     for dataset in datasets:
-        if dataset not in entries:
-            if log and toy_set(dataset):
-                log(f"reference rows and W1 floor for {dataset} ({pairs} pairs)...")
-            entries[dataset] = compute(dataset, n, seeds, pairs)
+        image = image_metrics(dataset, metrics)
+        definition = {"metrics": list(image), "bindings": list(bindings)} if image else None
+        entry = entries.get(dataset, ...)
+        if entry is ... or (image and (entry or {}).get("definition") != definition):
+            if log and (toy_set(dataset) or image):
+                what = f"W1 floor ({pairs} pairs)" if toy_set(dataset) else ", ".join(image)
+                log(f"reference rows for {dataset}: {what}...")
+            entries[dataset] = compute(dataset, n, seeds, pairs, metrics, bindings)
+            if image:
+                entries[dataset]["definition"] = definition
             changed = True
     if changed:
         tmp = path.with_suffix(".json.tmp")

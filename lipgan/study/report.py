@@ -9,8 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from lipgan.study.figure import figure
+from lipgan.study.pacgan4 import LAST_K, MEANS
 from lipgan.study.spec import dumps
-from lipgan.study.summary import COLLAPSE_KL, TARGETS, cell_values, is_collapsed, summarize
+from lipgan.study.summary import (
+    COLLAPSE_KL,
+    THRESHOLDS,
+    cell_values,
+    extra_columns,
+    is_collapsed,
+    summarize,
+)
 from lipgan.study.tables import markdown
 
 
@@ -30,6 +38,8 @@ def write(
         spec["seeds"],
         log,
         refs.SMOKE_FLOOR_PAIRS if spec.get("smoke_test") else refs.FLOOR_PAIRS,
+        metrics=spec.get("metrics", ()),
+        bindings=spec.get("bindings", ()),
     )
     cells = []
     for r in results:
@@ -40,8 +50,9 @@ def write(
         "spec": spec,
         "command": command,
         "collapse_rule": f"modes captured < half, or reverse KL > {COLLAPSE_KL}",
-        "targets": TARGETS,
-        "summary": summarize(results),
+        "thresholds": THRESHOLDS,
+        "pacgan4_means": {"means": MEANS, "last_k": LAST_K},
+        "summary": summarize(results, extra=extra_columns(references)),
         "references": references,
         "cells": cells,
         "cells_total": total if total is not None else len(results),

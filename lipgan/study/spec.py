@@ -11,6 +11,8 @@ import dataclasses
 import functools
 import json
 
+import numpy as np
+
 from lipgan.compare import differences
 from lipgan.errors import ConfigError
 
@@ -23,7 +25,13 @@ DATASETS = {
     "ring": ("wgangp_ring.gin", "lipgan_toy/2d_ring"),
     "grid": ("wgangp_grid.gin", "lipgan_toy/2d_grid"),
     "digits": ("wgangp_digits.gin", None),
+    "cifar10": ("wgangp_cifar10.gin", None),
 }
+
+#: The image scores a study records on an image data set's rows unless ``--metric`` names others:
+#: the digits classifier's FD/KID (offline), and on CIFAR-10 the papers' FID, IS, KID and PRDC on
+#: FID's own Inception network (plugins/metrics.py; its weights must be here before training).
+IMAGE_METRICS = {"digits": ("digits",), "cifar10": ("fid", "is", "kid", "prdc")}
 
 #: Where a constraint's paper prescribes its own optimizer, its cells use it instead of the data
 #: set config's Adam: weight clipping with RMSProp(5e-5) for both networks (Arjovsky et al. 2017,
@@ -65,9 +73,14 @@ class StudySpec:
     bindings: tuple[str, ...] = ()
     eval_every: int = EVAL_EVERY
     smoke_test: bool = False
+    #: ``--metric``: the scores recorded on the image data sets' rows (none: :data:`IMAGE_METRICS`).
+    metrics: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
+        d = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
+        if not self.metrics:  # as recorded before --metric existed: the same study resumes
+            del d["metrics"]
+        return d
 
     def cells(self) -> list[Cell]:
         return [
@@ -79,6 +92,7 @@ class StudySpec:
                 self.eval_samples,
                 self.bindings,
                 self.eval_every,
+                metrics=self.metrics if dataset in IMAGE_METRICS else (),
             )
             for dataset in self.datasets
             for constraint in self.constraints
@@ -102,6 +116,9 @@ class Cell:
     #: A successive-halving trial's seed index (lipgan.study.halving): config ``trial`` runs once
     #: per index, each in its own run dir. None, as ``trial``, is left out of :meth:`as_dict`.
     trial_seed: int | None = None
+    #: The study's ``--metric`` names on an image data set (:func:`image_metrics`); () is left
+    #: out of :meth:`as_dict`, as ``trial``.
+    metrics: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -114,14 +131,23 @@ class Cell:
 
     @classmethod
     def from_dict(cls, d: dict) -> Cell:
-        return cls(**{**d, "bindings": tuple(d.get("bindings", ()))})
+        return cls(
+            **{
+                **d,
+                "bindings": tuple(d.get("bindings", ())),
+                "metrics": tuple(d.get("metrics", ())),
+            }
+        )
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["bindings"] = list(self.bindings)
+        d["metrics"] = list(self.metrics)
         for optional in ("trial", "trial_seed"):
             if d[optional] is None:
                 del d[optional]
+        if not self.metrics:
+            del d["metrics"]
         return d
 
     def continues(self, recorded: dict) -> bool:
@@ -213,6 +239,46 @@ def check_spec(spec: StudySpec) -> None:
     for d in spec.datasets:
         if d not in DATASETS:
             raise ConfigError(f"unknown study data set {d!r}; known: {', '.join(DATASETS)}")
+
+
+def image_metrics(dataset: str, chosen=()) -> tuple[str, ...]:
+    """The scores recorded on ``dataset``'s rows beside the default metrics: ``chosen``
+    (``--metric``) or :data:`IMAGE_METRICS`; () for a data set of points."""
+    if dataset not in IMAGE_METRICS:
+        return ()
+    return tuple(chosen) or IMAGE_METRICS[dataset]
+
+
+def check_metrics(chosen, datasets, registry) -> None:
+    """Refuse, in one line and before any cell trains, a ``--metric`` that is not registered or
+    does not apply to images, ``--metric`` on a study without image data, and a metric its study
+    records that cannot be computed here (FID's network without its weights file: the line
+    names the file and where to put it, :meth:`lipgan.metric.Metric.check_ready`)."""
+    from lipgan.metric import EvalData
+
+    names = registry.names("metric")
+    for name in chosen:
+        if name not in names:
+            raise ConfigError(
+                f"unknown metric {name!r}; registered: {', '.join(names)} (`lipgan plugins`)"
+            )
+    images = [d for d in datasets if d in IMAGE_METRICS]
+    if chosen and not images:
+        raise ConfigError(
+            f"--metric chooses the scores of image data sets ({', '.join(IMAGE_METRICS)}); this "
+            "study has none (the point sets' metrics are fixed: docs/metrics.md)"
+        )
+    for dataset in images:
+        shape = (16, 16, 1) if dataset == "digits" else (32, 32, 3)
+        probe = EvalData(np.zeros((0, *shape)), np.zeros((0, *shape)), data_shape=shape)
+        probe.digits = dataset == "digits"
+        for name in image_metrics(dataset, chosen):
+            metric = registry.get("metric", name)()
+            if not metric.applies(probe):
+                raise ConfigError(
+                    f"metric {name!r} does not apply to {dataset}'s images; pass another --metric"
+                )
+            metric.check_ready()
 
 
 def dumps(obj) -> str:

@@ -18,6 +18,9 @@ import math
 
 import numpy as np
 
+from lipgan.study import pacgan4
+from lipgan.study.intervals import bootstrap_interval
+
 #: (metric key in the evaluation dict, column title, scale for display, digits). One place to edit.
 COLUMNS = [
     ("modes_covered", "modes captured", 1.0, 1),
@@ -30,13 +33,51 @@ COLUMNS = [
     ("digits_kid", "KID (digits)", 1.0, 4),
     ("classes_covered", "classes covered", 1.0, 1),
     ("class_reverse_kl", "class reverse KL", 1.0, 2),
+    # On FID's own 2015 Inception network (plugins/metrics.py: fid, is, kid, prdc).
+    ("fid", "FID", 1.0, 2),
+    ("inception_score", "IS", 1.0, 2),
+    ("kid_inception", "KID", 1.0, 4),
+    ("precision", "precision", 1.0, 3),
+    ("recall", "recall", 1.0, 3),
+    ("density", "density", 1.0, 3),
+    ("coverage", "coverage", 1.0, 3),
     ("seconds_per_iteration", "ms / iteration", 1000.0, 2),
 ]
 
-#: PacGAN4's level (Table 1) as per-seed targets: the first curve point of a seed meeting all
-#: three is its "iterations / seconds to target". Modes are whole numbers per seed, so 7.8 and
-#: 24.8 mean every mode.
-TARGETS = {
+#: Keys of an image metric that are no score of their own: the spread within one evaluation
+#: (the rows show the spread over seeds) and the count a coverage is out of.
+NOT_SCORES = ("num_classes", "num_modes", "n")
+
+
+def extra_columns(references: dict | None) -> list[tuple]:
+    """Columns for the image scores a study records that :data:`COLUMNS` does not know (a
+    plugin's metric chosen with ``--metric``): every numeric key of the image data sets'
+    reference rows (which hold exactly the study's image metrics,
+    :mod:`lipgan.study.image_references`), titled by its key, in the order first seen."""
+    known = {key for key, *_ in COLUMNS}
+    keys: dict = {}
+    for ref in (references or {}).values():
+        if not (ref or {}).get("image"):
+            continue
+        for row in ref["rows"].values():
+            for cell in row["cells"]:
+                for key, value in cell.items():
+                    if (
+                        key not in known
+                        and key not in NOT_SCORES
+                        and not key.endswith("_std")
+                        and isinstance(value, (int, float))
+                    ):
+                        keys.setdefault(key, (key, key, 1.0, 4))
+    return list(keys.values())
+
+
+#: Stated thresholds for a curve's first crossing, its "iterations / seconds to threshold": the
+#: first curve point of a seed meeting all three. Near PacGAN4's level but relaxed (high quality
+#: 95 % for 95.9 %; grid 93 % for 93.6 %, reverse KL 0.05 for 0.04), so *not* PacGAN4's means:
+#: those are :data:`lipgan.study.pacgan4.MEANS`, checked at the final evaluation with intervals.
+#: Modes are whole numbers per seed, so 7.8 and 24.8 mean every mode.
+THRESHOLDS = {
     "ring": {"modes_covered": 7.8, "high_quality_fraction": 0.95, "reverse_kl": 0.07},
     "grid": {"modes_covered": 24.8, "high_quality_fraction": 0.93, "reverse_kl": 0.05},
 }
@@ -117,6 +158,21 @@ def is_collapsed(values: dict) -> bool | None:
     return verdict
 
 
+def threshold_text(dataset: str) -> str:
+    """A data set's :data:`THRESHOLDS` in words, for a column header."""
+    t = THRESHOLDS[dataset]
+    return (
+        f"modes ≥ {t['modes_covered']}, HQ ≥ {t['high_quality_fraction']:.0%}, "
+        f"rKL ≤ {t['reverse_kl']}"
+    )
+
+
+def sd_of(stat) -> float:
+    """The standard deviation over seeds behind a :func:`mean_se` tuple (s.e. × √n finite)."""
+    mean, se, infinite, count = stat
+    return se * math.sqrt(count - infinite) if not math.isnan(se) else math.nan
+
+
 def mean_se(xs) -> tuple[float, float, int, int] | None:
     """(mean, standard error, infinite count, count): mean ± s.e. over the finite values, and how
     many of all values were infinite (a reverse KL with no high-quality sample), so that
@@ -132,15 +188,18 @@ def mean_se(xs) -> tuple[float, float, int, int] | None:
     return float(np.mean(finite)), se, infinite, len(values)
 
 
-def summarize(results: list[dict]) -> dict:
+def summarize(results: list[dict], last_k: int = pacgan4.LAST_K, extra=()) -> dict:
     """{data set: {constraint: {'stats': {column key: mean_se}, 'seeds', 'failed', 'collapsed',
-    and where the data set has a target: 'to_target'}}}."""
+    'late_change' (mean_se) and 'late_interval' (bootstrap), where the data set has thresholds:
+    'to_target', and where PacGAN4 reported it: 'pacgan4' (:func:`lipgan.study.pacgan4.check`
+    of each seed's last ``last_k`` evaluations)}}}; ``extra``: columns beside :data:`COLUMNS`
+    (:func:`extra_columns`)."""
     out: dict = {}
     for r in results:
         cell = r["cell"]
         row = out.setdefault(cell["dataset"], {}).setdefault(
             cell["constraint"],
-            {"cells": [], "failed": 0, "collapsed": 0, "reached": [], "late": []},
+            {"cells": [], "failed": 0, "collapsed": 0, "reached": [], "late": [], "pacgan4": []},
         )
         if r["status"] != "ok":
             row["failed"] += 1
@@ -148,19 +207,25 @@ def summarize(results: list[dict]) -> dict:
         values = cell_values(r)
         row["cells"].append(values)
         row["collapsed"] += bool(is_collapsed(values))
-        target = TARGETS.get(cell["dataset"])
+        if cell["dataset"] in pacgan4.MEANS and (v := pacgan4.seed_values(r, last_k)):
+            row["pacgan4"].append(v)
+        target = THRESHOLDS.get(cell["dataset"])
         if target and r.get("curve"):
             row["curved"] = row.get("curved", 0) + 1
             if (hit := to_target(r, target)) is not None:
                 row["reached"].append(hit)
         if (change := late_change(r)) is not None:
             row["late"].append(change)
-    for rows in out.values():
+    for dataset, rows in out.items():
         for row in rows.values():
             cells, reached, curved = row.pop("cells"), row.pop("reached"), row.pop("curved", 0)
             row["seeds"] = len(cells)
-            row["stats"] = _stats(cells)
-            row["late_change"] = mean_se(row.pop("late"))
+            row["stats"] = _stats(cells, extra)
+            late = row.pop("late")
+            row["late_change"] = mean_se(late)
+            row["late_interval"] = bootstrap_interval(late)
+            if seeds := row.pop("pacgan4"):
+                row["pacgan4"] = pacgan4.check(seeds, pacgan4.MEANS[dataset])
             if curved:
                 row["to_target"] = {
                     "iterations": censored_median([h[0] for h in reached], curved),
@@ -171,10 +236,10 @@ def summarize(results: list[dict]) -> dict:
     return out
 
 
-def _stats(cells: list[dict]) -> dict:
+def _stats(cells: list[dict], extra=()) -> dict:
     return {
         key: stat
-        for key, *_ in COLUMNS
+        for key, *_ in [*COLUMNS, *extra]
         if (stat := mean_se([c.get(key) for c in cells])) is not None
     }
 

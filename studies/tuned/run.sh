@@ -15,5 +15,11 @@
 set -eu
 export TF_CPP_MIN_LOG_LEVEL=3
 if [ -n "${LIPGAN_TREE:-}" ]; then export PYTHONPATH="$LIPGAN_TREE"; fi
+# The study's eight constraints are named: a plain `lipgan tune` tunes every registered one, and
+# constructions registered since (aoc, cayley, ...) would make it another study (spec.json).
 exec nice -n 10 lipgan tune --configs 20 --search-steps 1000 --seeds 5 --executor tune \
+  --constraint aol:mlp_critic.activation=maxmin,dcgan_critic.activation=maxmin \
+  --constraint bjorck:mlp_critic.activation=maxmin,dcgan_critic.activation=maxmin \
+  --constraint dragan --constraint gradient_penalty --constraint lipschitz_penalty \
+  --constraint r1 --constraint spectral_norm --constraint weight_clip \
   --shared studies/converged/ring --shared studies/converged/grid --out studies/tuned "$@"
