@@ -60,14 +60,15 @@ def _imports_config(path: Path) -> bool:
 
 def test_only_the_edge_imports_the_gin_edge():
     """gin is parsed into a Trainer at the edge; the library below (study included) never
-    reaches for lipgan.config. The study's one exception is the budget of a data set, its shipped
-    config's train.steps (lipgan.study.spec.config_steps), read once per data set."""
+    reaches for lipgan.config. The study's two exceptions read a data set's shipped config (its
+    train.steps budget, lipgan.study.spec.config_steps; its real images for the reference scores,
+    lipgan.study.image_references): still to move to the edge (issue #38)."""
     offenders = [
         str(p.relative_to(LIPGAN))
         for p in core_modules()
         if _imports_config(p) and str(p.relative_to(LIPGAN)) not in CONFIG_CLIENTS | GIN_EDGE
     ]
-    assert offenders == ["study/spec.py"]
+    assert offenders == ["study/image_references.py", "study/spec.py"]
 
 
 def test_the_core_never_imports_the_builtin_plugins():
