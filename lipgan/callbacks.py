@@ -58,6 +58,8 @@ class FitView(RunView):
     generator: Any = None
     #: Its average (``train.ema_decay``), or None.
     generator_ema: Any = None
+    #: ``{decay: model}`` of every EMA kept (``train.ema_decays``; the first is ``generator_ema``).
+    generator_emas: dict = dataclasses.field(default_factory=dict)
     #: The sampler that samples and evaluates by default (the EMA when it is on).
     sampler: Sampler | None = None
     #: The data factory ``(global_batch_size, seed) -> tf.data.Dataset``.

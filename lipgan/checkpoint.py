@@ -41,6 +41,21 @@ STATE_FILE = "checkpoint"
 #: Entries of a checkpoint that older checkpoints of the same run may lack: the settings digest
 #: (checkpoints written before it was stored) and the generator's EMA (turned on with --force).
 OPTIONAL_STATE = ("settings", "generator_ema")
+
+
+def ema_state_name(decay: float, decays: tuple[float, ...]) -> str:
+    """The checkpoint's name for the generator's averaged copy at ``decay``: ``generator_ema``
+    for the first (sampling) one, as a run with one decay has always saved it, and
+    ``generator_ema_<decay>`` (the decay's digits, e.g. ``generator_ema_0_99``) for the others."""
+    if decay == decays[0]:
+        return "generator_ema"
+    return "generator_ema_" + repr(float(decay)).replace(".", "_").replace("-", "m")
+
+
+def _optional(name: str) -> bool:
+    return name in OPTIONAL_STATE or name.startswith("generator_ema_")
+
+
 _STATE_LINE = re.compile(
     r'^(model_checkpoint_path|all_model_checkpoint_paths): "(?P<path>[^"]+)"$'
     r"|^(all_model_checkpoint_timestamps|last_preserved_timestamp): [0-9.eE+-]+$"
@@ -115,8 +130,8 @@ class RunCheckpoint:
             "iteration": wgan.iteration,
             "seed": self.seed,
         }
-        if wgan.generator_ema is not None:  # the EMA is training state: resume continues it
-            self.state["generator_ema"] = wgan.generator_ema
+        for decay, copy in wgan.generator_emas.items():  # training state: resume continues it
+            self.state[ema_state_name(decay, wgan.config.ema_decays)] = copy
         if digest is not None:
             self.settings = tf.Variable(digest, dtype=tf.string, trainable=False, name="settings")
             self.state["settings"] = self.settings
@@ -180,7 +195,7 @@ class RunCheckpoint:
         """
         names = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
         with_input = self.iterator is not None and "data" in names
-        state = {k: v for k, v in self.state.items() if k in names or k not in OPTIONAL_STATE}
+        state = {k: v for k, v in self.state.items() if k in names or not _optional(k)}
         if with_input:
             state["data"] = self.iterator
         status = tf.train.Checkpoint(**state).restore(path)
@@ -188,8 +203,9 @@ class RunCheckpoint:
             status.assert_existing_objects_matched()
         else:
             status.expect_partial()
-        if "generator_ema" in self.state and "generator_ema" not in names:
-            self.wgan.reset_ema()
+        for decay in self.wgan.generator_emas:
+            if ema_state_name(decay, self.wgan.config.ema_decays) not in names:
+                self.wgan.reset_ema(decay)
         self.restored_digest = None
         if "settings" in self.state and "settings" in names:
             self.restored_digest = self.settings.numpy().decode()

@@ -178,7 +178,10 @@ class WGAN:
                 name="iteration",
                 aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
             )
-            self.generator_ema = self._ema_copy(self.generator) if config.ema_decay else None
+            #: One frozen averaged copy of the generator per decay of ``train.ema_decay``, in
+            #: its order; ``generator_ema`` is the first, which samples (None: no EMA).
+            self.generator_emas = {d: self._ema_copy(self.generator) for d in config.ema_decays}
+            self.generator_ema = next(iter(self.generator_emas.values()), None)
         self.latent_shape = generator_shape(self.generator, "input_shape")
         out_shape = generator_shape(self.generator, "output_shape")
         if out_shape != self.data_shape:
@@ -205,14 +208,18 @@ class WGAN:
             target.assign(source)
         return copy
 
-    def reset_ema(self) -> None:
-        """Start the generator's EMA from the generator's weights (a checkpoint without one)."""
-        for target, source in zip(self.generator_ema.weights, self.generator.weights):
-            target.assign(tf.cast(source, target.dtype))
+    def reset_ema(self, decay: float | None = None) -> None:
+        """Start the generator's EMA at ``decay`` (default: every one) from the generator's
+        weights (a checkpoint without it)."""
+        copies = self.generator_emas.values() if decay is None else [self.generator_emas[decay]]
+        for copy in copies:
+            for target, source in zip(copy.weights, self.generator.weights):
+                target.assign(tf.cast(source, target.dtype))
 
     @property
     def sampler(self):
-        """The generator that samples and evaluates: its EMA copy when ``ema_decay`` is on."""
+        """The generator that samples and evaluates: its EMA copy when ``ema_decay`` is on (the
+        first decay's when there are several)."""
         return self.generator if self.generator_ema is None else self.generator_ema
 
     def update_ema(self, iteration) -> None:
@@ -220,16 +227,18 @@ class WGAN:
 
         StudioGAN's ``Ema`` (POSTECH-CVLab/PyTorch-StudioGAN, src/utils/ema.py), as BigGAN uses
         it: the copy follows the weights until ``ema_start``, then averages with ``ema_decay``.
-        Runs in cross-replica context, after ``strategy.run``: reading a mirrored generator
-        weight there gives the (identical) replica value, and assigning a mirrored EMA weight
-        writes every replica's copy, so the EMA stays in sync without an aggregation mode.
+        Every decay's copy is updated here, in the same compiled loop (the decays are constants
+        of the step, as the one decay was). Runs in cross-replica context, after
+        ``strategy.run``: reading a mirrored generator weight there gives the (identical)
+        replica value, and assigning a mirrored EMA weight writes every replica's copy, so the
+        EMA stays in sync without an aggregation mode.
         """
-        decay = tf.where(
-            tf.cast(iteration, tf.int64) > self.config.ema_start, self.config.ema_decay, 0.0
-        )
-        for target, source in zip(self.generator_ema.weights, self.generator.weights):
-            value = tf.cast(source, target.dtype)
-            target.assign(decay * target + (1.0 - decay) * value)
+        averaging = tf.cast(iteration, tf.int64) > self.config.ema_start
+        for ema_decay, copy in self.generator_emas.items():
+            decay = tf.where(averaging, ema_decay, 0.0)
+            for target, source in zip(copy.weights, self.generator.weights):
+                value = tf.cast(source, target.dtype)
+                target.assign(decay * target + (1.0 - decay) * value)
 
     # -- the per-replica step ---------------------------------------------------------------
     def context(self, step, phase: int) -> StepContext:
@@ -404,8 +413,8 @@ class WGAN:
         """
         worst, where = 0.0, None
         models = [("critic", self.critic), ("generator", self.generator)]
-        if self.generator_ema is not None:
-            models.append(("generator EMA", self.generator_ema))
+        for decay, copy in self.generator_emas.items():
+            models.append((f"generator EMA {decay}", copy))
         for label, model in models:
             for variable in model.weights:
                 # A Keras variable holds the distributed tf.Variable in ``_value`` (TF backend).

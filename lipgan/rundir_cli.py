@@ -106,20 +106,36 @@ def load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: bool
 
 
 #: ``--generator`` of eval, sample and audit (:meth:`lipgan.Trainer.generator_model`).
+def _checked_generator(ctx, param, value: str) -> str:
+    """Refuse a malformed ``--generator`` in one line before the run is loaded."""
+    from lipgan.step_config import parse_generator
+
+    parse_generator(value)
+    return value
+
+
 generator_option = click.option(
     "--generator",
-    type=click.Choice(["default", "raw", "ema"]),
     default="default",
     show_default=True,
-    help="Which generator: the raw one, its EMA (train.ema_decay), or the run's default (the EMA "
-    "when the run has one).",
+    metavar="default|raw|ema|ema:DECAY",
+    callback=_checked_generator,
+    help="Which generator: the raw one, its EMA (train.ema_decay; the first decay's when it "
+    "keeps several), the EMA at one of its decays (e.g. ema:0.99), or the run's default (the "
+    "EMA when the run has one).",
 )
 
 
 def generator_name(trainer, which: str) -> str:
-    """``raw`` or ``ema``: the generator ``--generator which`` measured (recorded in the JSON)."""
+    """``raw``, ``ema`` or ``ema:<decay>`` (a decay other than the sampling one): the generator
+    ``--generator which`` measured (recorded in the JSON)."""
     model = trainer.generator_model(which)
-    return "ema" if model is trainer.wgan.generator_ema else "raw"
+    if model is trainer.wgan.generator:
+        return "raw"
+    if model is trainer.wgan.generator_ema:
+        return "ema"
+    decay = next(d for d, m in trainer.wgan.generator_emas.items() if m is model)
+    return f"ema:{decay}"
 
 
 @click.command(name="eval")

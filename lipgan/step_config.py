@@ -48,8 +48,11 @@ class StepConfig:
     mixed_precision: str | None = None
     #: Generator EMA: after every iteration past ``ema_start``, ``ema = d·ema + (1 − d)·weights``
     #: in a copy of the generator that samples and evaluates in its place (0 = off); up to
-    #: ``ema_start`` the copy follows the weights. See :meth:`WGAN.update_ema`.
-    ema_decay: float = 0.0
+    #: ``ema_start`` the copy follows the weights. See :meth:`WGAN.update_ema`. A tuple of
+    #: decays, e.g. ``(0.999, 0.99, 0.9999)``, keeps one copy per decay in the same training (so
+    #: the decay can be chosen like any other setting, from one run); the **first** samples and
+    #: evaluates by default (:attr:`ema_decays`, ``--generator ema:0.99`` picks another).
+    ema_decay: float | tuple[float, ...] = 0.0
     ema_start: int = 0
 
     def __post_init__(self):
@@ -57,11 +60,9 @@ class StepConfig:
         check_int(self.n_critic, "n_critic", minimum=1)
         check_int(self.seed, "seed")
         check_int(self.ema_start, "ema_start", minimum=0)
-        if not (isinstance(self.ema_decay, int | float) and 0.0 <= self.ema_decay < 1.0):
-            raise ConfigError(
-                f"train.ema_decay={self.ema_decay!r} must be a number in [0, 1) (0 = no generator "
-                "EMA; 0.999 averages over about the last 1,000 iterations)"
-            )
+        if isinstance(self.ema_decay, list):  # as a run record's JSON reads back
+            object.__setattr__(self, "ema_decay", tuple(self.ema_decay))
+        check_ema_decay(self.ema_decay)
         if self.mixed_precision not in PRECISIONS:
             hint = (
                 "; mixed_float16 needs loss scaling, which WGAN losses with a gradient penalty do "
@@ -73,6 +74,57 @@ class StepConfig:
                 f"train.mixed_precision={self.mixed_precision!r} is not supported; choose one of "
                 f"None, 'float32', 'mixed_bfloat16'{hint}"
             )
+
+    @property
+    def ema_decays(self) -> tuple[float, ...]:
+        """The decays of the generator's averaged copies, the sampling one first (() = none)."""
+        if isinstance(self.ema_decay, tuple):
+            return tuple(float(d) for d in self.ema_decay)
+        return (float(self.ema_decay),) if self.ema_decay else ()
+
+
+def check_ema_decay(value) -> None:
+    """``train.ema_decay``: a number in [0, 1), or a non-empty tuple of distinct ones in (0, 1).
+
+    Raises:
+        ConfigError: one line naming the value and the range.
+    """
+
+    def number(d) -> bool:
+        return isinstance(d, int | float) and not isinstance(d, bool) and 0.0 <= d < 1.0
+
+    if isinstance(value, tuple):
+        ok = value and all(number(d) and d > 0 for d in value) and len(set(value)) == len(value)
+    else:
+        ok = number(value)
+    if not ok:
+        raise ConfigError(
+            f"train.ema_decay={value!r} must be a number in [0, 1) (0 = no generator EMA; 0.999 "
+            "averages over about the last 1,000 iterations) or a tuple of distinct numbers in "
+            "(0, 1), one averaged copy each, the first sampling"
+        )
+
+
+def parse_generator(which: str | None) -> tuple[str, float | None]:
+    """``--generator``'s value as ``(kind, decay)``: ``("default" | "raw" | "ema", None)`` or
+    ``("ema", 0.99)`` for ``"ema:0.99"``.
+
+    Raises:
+        ConfigError: one line for anything else.
+    """
+    if which in (None, "default", "raw", "ema"):
+        return which or "default", None
+    kind, _, decay = str(which).partition(":")
+    try:
+        value = float(decay)
+    except ValueError:
+        value = None
+    if kind != "ema" or value is None or not 0.0 < value < 1.0:
+        raise ConfigError(
+            f"generator must be 'default', 'raw', 'ema' or 'ema:<decay>' with a decay in (0, 1) "
+            f"(e.g. ema:0.999), not {which!r}"
+        )
+    return "ema", value
 
 
 @dataclasses.dataclass(frozen=True)

@@ -317,20 +317,31 @@ class Trainer:
 
     def generator_model(self, which: str | None = None):
         """The generator ``which`` names: ``"raw"`` (the trained generator), ``"ema"`` (its
-        average; refused in one line when the run has none) or None/``"default"``: the one that
-        samples and evaluates by default, the EMA when ``train.ema_decay`` is on."""
+        average, the first decay's; refused in one line when the run has none), ``"ema:0.99"``
+        (the average at that decay of ``train.ema_decay``; refused in one line when the run
+        keeps none at it) or None/``"default"``: the one that samples and evaluates by default,
+        the (first) EMA when ``train.ema_decay`` is on."""
+        from lipgan.step_config import parse_generator
+
         wgan = self.wgan
-        if which in (None, "default"):
+        kind, decay = parse_generator(which)
+        if kind == "default":
             return wgan.sampler
-        if which == "raw":
+        if kind == "raw":
             return wgan.generator
-        if which == "ema":
-            if wgan.generator_ema is None:
-                raise ConfigError(
-                    "this run has no generator EMA (train.ema_decay is 0); use the raw generator"
-                )
+        if wgan.generator_ema is None:
+            raise ConfigError(
+                "this run has no generator EMA (train.ema_decay is 0); use the raw generator"
+            )
+        if decay is None:
             return wgan.generator_ema
-        raise ConfigError(f"generator must be 'default', 'raw' or 'ema', not {which!r}")
+        if decay not in wgan.generator_emas:
+            kept = ", ".join(map(str, wgan.generator_emas))
+            raise ConfigError(
+                f"this run keeps no generator EMA at decay {decay} (train.ema_decay: {kept}); "
+                f"use one of those, e.g. --generator ema:{next(iter(wgan.generator_emas))}"
+            )
+        return wgan.generator_emas[decay]
 
     def sampler(self, which: str | None = None) -> Sampler:
         """The :class:`lipgan.callbacks.Sampler` of :meth:`generator_model` ``which``: what
@@ -348,6 +359,7 @@ class Trainer:
             critic=wgan.critic,
             generator=wgan.generator,
             generator_ema=wgan.generator_ema,
+            generator_emas=dict(getattr(wgan, "generator_emas", {})),
             sampler=self.sampler(),
             data=self.data_factory,
             data_shape=tuple(wgan.data_shape),
@@ -365,8 +377,8 @@ class Trainer:
                 ``intervals.eval_samples``.
             metrics: names of registered metrics to compute (``lipgan plugins`` lists them);
                 default: every default metric that applies to the data.
-            generator: ``"raw"``, ``"ema"`` or None (the default sampler): see
-                :meth:`generator_model`.
+            generator: ``"raw"``, ``"ema"``, ``"ema:<decay>"`` or None (the default sampler):
+                see :meth:`generator_model`.
 
         Returns:
             ``{'eval/<metric>': float}`` (docs/metrics.md says what each means).
@@ -411,7 +423,8 @@ class Trainer:
         Args:
             n: how many examples.
             seed: the noise's seed; None uses the run's.
-            generator: ``"raw"``, ``"ema"`` or None (the default sampler): :meth:`generator_model`.
+            generator: ``"raw"``, ``"ema"``, ``"ema:<decay>"`` or None (the default sampler):
+                :meth:`generator_model`.
 
         Returns:
             A ``[n, *data_shape]`` float32 array.

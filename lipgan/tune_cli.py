@@ -77,6 +77,20 @@ from lipgan.cli_shared import StudyDir, check_constraints, executor_options, mak
     help="Halving: seeds of every config at every rung (their mean decides).",
 )
 @click.option(
+    "--search-seed",
+    type=click.IntRange(min=0, max=2**31 - 1),
+    help="Base of the search trials' seeds (trial k: N + k; halving: N + 100·seed + k; default: "
+    "1000 random, 2000 halving): a re-search with other seeds, into another --out.",
+)
+@click.option(
+    "--ema-decays",
+    default="0.999",
+    show_default=True,
+    metavar="D[,D...]",
+    help="The replicates' generator EMA decays, comma-separated: one averaged copy each in the "
+    "same runs, the first sampling; the report chooses among several by the search's score.",
+)
+@click.option(
     "--seeds",
     type=click.IntRange(min=1),
     default=5,
@@ -134,6 +148,8 @@ def tune(
     eta,
     rungs,
     search_seeds,
+    search_seed,
+    ema_decays,
     seeds,
     steps,
     eval_every,
@@ -174,6 +190,8 @@ def tune(
         eta=eta,
         rungs=rungs,
         search_seeds=search_seeds,
+        search_seed=search_seed,
+        ema_decay=tuned.parse_ema_decays(ema_decays),
     )
     spec.check()
     # --report-only runs nothing, so it needs no executor (nor Ray for one)

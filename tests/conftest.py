@@ -11,28 +11,41 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 REPO = Path(__file__).resolve().parents[1]
 
 
-#: Work units by cost, the heaviest first (wall seconds of the slowest tests in a serial
-#: ``pytest -q --durations`` run on 2 cores, 2026-12-04). Under ``pytest -n 2 --dist loadscope``
-#: (the README's test command) the workers take the units in this order and then the rest in
-#: collection order, so no multi-minute module starts while the other worker runs out of work.
-#: A unit is a test module, or a name from SHARED_UNITS.
+#: Work units by cost, the heaviest first: the slowest tests of the last whole-suite run
+#: (``pytest -q -n 2 --dist loadscope --durations=25`` on 2 idle cores, 2026-12-06: the replica
+#: probes 180 s, the study module 175 s, the notebook 85 s, the kit's replica probes 71 s, the
+#: halving and tune end-to-end runs ~58 s each, ...) summed per module with its other slow tests.
+#: Under the README's test command the workers take the units in this order and then the rest
+#: (each well under a minute) in collection order, so no minute-long unit starts while the other
+#: worker runs out of work. A unit is a test module, or a name from SHARED_UNITS.
 HEAVIEST_FIRST = (
-    "tests/test_study.py",
     "@replica_probes",
-    "tests/test_notebook_walkthrough.py",
-    "tests/test_study_curve.py",
+    "tests/test_study.py",
     "tests/test_lifecycle.py",
     "tests/test_fig1.py",
     "tests/test_bench.py",
-    "tests/test_bcop.py",
-    "tests/test_certified.py",
     "tests/test_testing_kit.py",
-    "tests/test_cli.py",
+    "tests/test_faults_hostile_input.py",
+    "tests/test_certified.py",
+    "tests/test_faults_silent_loss.py",
+    "tests/test_notebook_walkthrough.py",
     "tests/test_python_api.py",
-    "tests/test_multi_worker_run.py",
+    "tests/test_tune.py",
+    "tests/test_halving.py",
+    "tests/test_study_curve.py",
+    "tests/test_bcop.py",
+    "tests/test_aoc.py",
+    "tests/test_faults_run.py",
+    "tests/test_cli.py",
+    "tests/test_python_run_dirs.py",
+    "tests/test_cayley_soc.py",
+    "tests/test_faults_study.py",
     "tests/test_testbeds.py",
-    "tests/test_third_party_plugin.py",
+    "tests/test_multi_worker_run.py",
+    "tests/test_distributed.py",
     "tests/test_image_runs.py",
+    "tests/test_lazy_regularization.py",
+    "tests/test_third_party_plugin.py",
 )
 
 #: Tests (node-id prefixes) that share a session fixture, so one xdist worker runs them as one
@@ -86,6 +99,29 @@ def tfds_data_dir(tmp_path_factory):
         os.environ.pop("TFDS_DATA_DIR", None)
     else:
         os.environ["TFDS_DATA_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def tiny_run_at_5(tmp_path_factory):
+    """A 5-step ``lipgan run`` with tests.helpers.TINY (its one checkpoint at step 5), trained
+    once per pytest process: the tests that damage, refuse or extend such a run take a copy
+    (``tiny_run``) instead of training their own (~3 CPU-seconds each)."""
+    from tests.helpers import TINY, invoke
+
+    run_dir = tmp_path_factory.mktemp("tiny_run") / "run"
+    result = invoke("run", *TINY, "--bind", "train.steps=5", "--run-dir", str(run_dir))
+    assert result.exit_code == 0, result.output
+    return run_dir
+
+
+@pytest.fixture
+def tiny_run(tiny_run_at_5, tmp_path):
+    """A fresh copy of ``tiny_run_at_5`` at ``tmp_path / "run"``, where the tests trained before."""
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(tiny_run_at_5, copy, symlinks=True)  # .lock too: a flock is not copied
+    return copy
 
 
 def free_port() -> int:

@@ -7,7 +7,8 @@ For every constraint it reports (a) the all-reduced critic loss and gradients of
 fixed global batch and (b) metrics and final weights after several full iterations (n_critic critic
 updates + one generator update each). Plain SGD is used for (b): Adam divides by √v, which turns
 float reduction-order noise in near-zero gradient components into full-size steps of either sign.
-For gradient_penalty it also reports the gradient norm a per-replica mean would apply.
+For gradient_penalty on several replicas it also reports the gradient norm a per-replica mean would
+apply.
 """
 
 import json
@@ -124,7 +125,9 @@ def main():
             "generator_ema": [v.numpy().tolist() for v in wgan.generator_ema.weights],
             "drift": wgan.replica_drift()[0],
         }
-        if name == PER_REPLICA_MEAN_SPEC:  # one constraint shows the mistake; a trace costs seconds
+        # One constraint shows the mistake (a trace costs seconds), where it can show: on one
+        # replica the per-replica mean is the global mean.
+        if name == PER_REPLICA_MEAN_SPEC and STRATEGY.num_replicas_in_sync > 1:
             naive_grads, _ = build(name, PerReplicaMean).critic_gradients(
                 tf.constant(data[:GLOBAL_BATCH]), step=3, phase=1
             )

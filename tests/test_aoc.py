@@ -225,8 +225,8 @@ class TestAOCConformance(ConstraintConformance):
     constraint_kwargs = {"projection": 30}
 
     def test_replica_invariance(self):
-        # The MLP case runs, batched with every built-in, in the slow
-        # tests/test_testing_kit.py::test_builtins_are_replica_invariant_and_stateful_rng_is_caught.
+        # The MLP case runs, batched with every built-in, in the slow tests/test_testing_kit.py::
+        # test_builtins_are_replica_invariant_and_broken_constraints_are_caught.
         from tests.test_testing_kit import builtins
 
         assert AOC in [cls for cls, _ in builtins()]
@@ -238,9 +238,12 @@ class TestAOCConvConformance(ConstraintConformance):
     data_shape = (8, 8, 3)
     critic_factory = conv_critic
 
-    @pytest.mark.slow
     def test_replica_invariance(self):
-        super().test_replica_invariance()
+        # Batched with BCOP's conv critic (one subprocess per replica count) in the slow
+        # tests/test_bcop.py::test_orthogonal_conv_critics_are_replica_invariant.
+        from tests.test_bcop import ORTHOGONAL_CONVS
+
+        assert (self.constraint_class, self.constraint_kwargs) in ORTHOGONAL_CONVS
 
 
 def test_aoc_critic_survives_a_keras_config_round_trip():

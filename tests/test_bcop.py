@@ -5,11 +5,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from lipgan import testing
 from lipgan.errors import ConfigError
 from lipgan.lipschitz import conv_operator_norm_bound
 from lipgan.models import dcgan_critic
 from lipgan.models.activations import GroupSort
 from lipgan.testing import ConstraintConformance
+from lipgan_plugins.aoc import AOC
 from lipgan_plugins.bcop import BCOPConv2D, bcop_polyphase_kernel
 from lipgan_plugins.bjorck import Bjorck
 from tests.helpers import (
@@ -161,9 +163,21 @@ class TestBjorckConvConformance(ConstraintConformance):
     data_shape = (8, 8, 3)
     critic_factory = conv_critic
 
-    @pytest.mark.slow
-    def test_replica_invariance(self):
-        super().test_replica_invariance()
+    def test_replica_invariance(self):  # batched with AOC's conv: the slow test below
+        assert (self.constraint_class, self.constraint_kwargs) in ORTHOGONAL_CONVS
+
+
+#: The orthogonal-conv constraints whose conv critics are checked on 1 and 2 replicas together
+#: (tests/test_aoc.py's conv conformance class points here).
+ORTHOGONAL_CONVS = [(Bjorck, {"projection": 30}), (AOC, {"projection": 30})]
+
+
+@pytest.mark.slow
+def test_orthogonal_conv_critics_are_replica_invariant():
+    """The kit's replica check for BCOP's and AOC's conv critics in one subprocess per replica
+    count (two TensorFlow start-ups, not four): penalties and all-reduced gradients agree on 1 and
+    2 replicas and no replica's projected weights differ after ``after_update``."""
+    testing.check_replica_invariance_many(ORTHOGONAL_CONVS, (8, 8, 3), conv_critic)
 
 
 @pytest.mark.slow

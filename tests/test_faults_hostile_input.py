@@ -54,9 +54,8 @@ def test_damaged_state_file_resumes_from_the_newest_checkpoint_file(tmp_path):
 
 
 @pytest.mark.slow
-def test_damaged_state_file_and_unreadable_checkpoints_stop_without_writing(tmp_path):
-    run_dir = tmp_path / "run"
-    train(run_dir, 5)
+def test_damaged_state_file_and_unreadable_checkpoints_stop_without_writing(tiny_run):
+    run_dir = tiny_run  # trained to step 5 (conftest)
     (run_dir / "checkpoints" / "checkpoint").write_text("garbage\n")
     for data in (run_dir / "checkpoints").glob("ckpt-*.data-*"):
         data.write_bytes(data.read_bytes()[:16])
@@ -377,9 +376,8 @@ def test_tensorflow_cluster_start_is_bounded_too(monkeypatch):
 
 # -- 5. config history and run-dir rules ----------------------------------------------------------
 @pytest.mark.slow
-def test_force_twice_at_one_step_keeps_every_replaced_record(tmp_path):
-    run_dir = tmp_path / "run"
-    train(run_dir, 5)
+def test_force_twice_at_one_step_keeps_every_replaced_record(tiny_run):
+    run_dir = tiny_run  # trained to step 5 (conftest)
     train(run_dir, 5, "--bind", "gradient_penalty.weight=1.0", "--force")
     train(run_dir, 5, "--bind", "gradient_penalty.weight=2.0", "--force")
     weight = lambda name: json.loads((run_dir / name).read_text())["settings"]["constraint"]  # noqa: E731
@@ -390,9 +388,8 @@ def test_force_twice_at_one_step_keeps_every_replaced_record(tmp_path):
 
 
 @pytest.mark.slow
-def test_checkpoints_without_a_config_record_need_force(tmp_path):
-    run_dir = tmp_path / "run"
-    train(run_dir, 5)
+def test_checkpoints_without_a_config_record_need_force(tiny_run):
+    run_dir = tiny_run  # trained to step 5 (conftest)
     changed = ("--bind", "train.steps=10", "--bind", "train.seed=3", "--run-dir", str(run_dir))
     one_line_error(invoke("run", *TINY, *changed), "different config (step_config.seed: 0 -> 3)")
     (run_dir / "run.json").unlink()
@@ -504,9 +501,8 @@ def test_bad_dataset_settings(tmp_path, binding, message):
 
 
 @pytest.mark.slow
-def test_sample_into_an_unwritable_place(tmp_path):
-    run_dir = tmp_path / "run"
-    train(run_dir, 5)
+def test_sample_into_an_unwritable_place(tmp_path, tiny_run):
+    run_dir = tiny_run  # trained to step 5 (conftest)
     blocker = tmp_path / "file"
     blocker.write_text("x")
     result = invoke("sample", str(run_dir), "--out", str(blocker / "sub" / "s"))
@@ -515,11 +511,10 @@ def test_sample_into_an_unwritable_place(tmp_path):
 
 
 @pytest.mark.slow
-def test_full_disk_during_a_checkpoint_save(tmp_path, monkeypatch):
+def test_full_disk_during_a_checkpoint_save(tiny_run, monkeypatch):
     import tensorflow as tf
 
-    run_dir = tmp_path / "run"
-    train(run_dir, 5)
+    run_dir = tiny_run  # trained to step 5 (conftest)
     real_save = tf.train.CheckpointManager.save
 
     def full_disk(self, checkpoint_number=None, **kwargs):
@@ -597,9 +592,8 @@ def test_error_inside_a_plugin_penalty_names_the_error_and_where(
 
 
 @pytest.mark.slow
-def test_force_with_a_changed_model_says_so(tmp_path):
-    run_dir = tmp_path / "run"
-    train(run_dir, 5)
+def test_force_with_a_changed_model_says_so(tiny_run):
+    run_dir = tiny_run  # trained to step 5 (conftest)
     result = invoke(
         "run",
         *TINY,

@@ -327,9 +327,8 @@ def test_non_finite_value_stops_with_step_and_term_and_keeps_last_good_checkpoin
 
 # -- run-dir rules ----------------------------------------------------------------------------------
 @pytest.mark.slow
-def test_different_config_is_refused_then_forced(tmp_path):
-    run_dir = tmp_path / "run"
-    train(run_dir, 5)
+def test_different_config_is_refused_then_forced(tiny_run):
+    run_dir = tiny_run  # trained to step 5 (conftest)
     before = snapshot(run_dir)
     refused = invoke(
         "run",
@@ -353,9 +352,8 @@ def test_different_config_is_refused_then_forced(tmp_path):
 
 
 @pytest.mark.slow
-def test_resume_uses_the_runs_own_config_and_can_extend_it(tmp_path):
-    run_dir = tmp_path / "run"
-    train(run_dir, 5)
+def test_resume_uses_the_runs_own_config_and_can_extend_it(tmp_path, tiny_run):
+    run_dir = tiny_run  # trained to step 5 (conftest)
     again = invoke(
         "run", "--resume", str(run_dir)
     )  # the default config differs; --resume reads the run's own (its record's gin config)
@@ -410,9 +408,8 @@ def test_run_dir_that_is_a_file_or_not_writable(tmp_path):
 
 # -- eval, sample, config show --------------------------------------------------------------------
 @pytest.mark.slow
-def test_eval_sample_and_config_show(tmp_path, monkeypatch):
-    run_dir = tmp_path / "run"
-    train(run_dir, 5)
+def test_eval_sample_and_config_show(tmp_path, tiny_run, monkeypatch):
+    run_dir = tiny_run  # trained to step 5 (conftest)
     result = invoke("eval", str(run_dir), "--samples", "1000")
     assert result.exit_code == 0, result.output
     metrics = json.loads(result.output)

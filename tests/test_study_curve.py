@@ -39,22 +39,22 @@ def _cell_file(tmp_path, name, steps, eval_every, extra=()):
     return cell_file
 
 
-def _run_cell(tmp_path, name, steps, eval_every):
+def _run_cell(tmp_path, name, steps, eval_every, capsys):
+    """``python -m lipgan.cell_process`` in this process (its ``main``): what is checked is the
+    curve, not the process (the stopped cell below is a real one)."""
+    from lipgan.study import cell
+
     cell_file, run_dir = _cell_file(tmp_path, name, steps, eval_every), tmp_path / name
-    proc = subprocess.run(
-        [sys.executable, "-m", "lipgan.cell_process", str(cell_file), str(run_dir)],
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    from lipgan.cell_process import run_cell
+
+    assert cell.main([str(cell_file), str(run_dir)], run_cell) == 0, capsys.readouterr().err[-3000:]
     return json.loads((run_dir / "result.json").read_text()), run_dir
 
 
 @pytest.mark.slow
-def test_a_cell_records_its_curve_and_trains_the_same_without_it(tmp_path):
-    with_curve, run_dir = _run_cell(tmp_path, "curve", steps=8, eval_every=4)
-    without, _ = _run_cell(tmp_path, "plain", steps=8, eval_every=0)
+def test_a_cell_records_its_curve_and_trains_the_same_without_it(tmp_path, capsys):
+    with_curve, run_dir = _run_cell(tmp_path, "curve", steps=8, eval_every=4, capsys=capsys)
+    without, _ = _run_cell(tmp_path, "plain", steps=8, eval_every=0, capsys=capsys)
     # The curve touches no training randomness or data: the same final model either way.
     assert with_curve["metrics"] == without["metrics"]
     assert "curve" not in without

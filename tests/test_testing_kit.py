@@ -119,6 +119,18 @@ class StatefulNoise(Constraint):
         return tf.squeeze(eps, 1) * tf.reduce_sum(tf.square(critic(real + eps, training=False)), 1)
 
 
+class ReplicaClip(Constraint):
+    """Clips to c = 0.01 x replica id: replica 0 zeroes its weights, replica 1 does not."""
+
+    name = "replica_clip_for_tests"
+
+    def after_update(self, critic):
+        replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+        c = 0.01 * tf.cast(replica, tf.float32)
+        for v in critic.trainable_variables:
+            v.assign(tf.clip_by_value(v, -c, c))
+
+
 @pytest.mark.parametrize(
     "check, cls, match",
     [
@@ -155,16 +167,19 @@ def test_replica_check_rejects_locally_defined_classes():
 
 
 @pytest.mark.slow
-def test_builtins_are_replica_invariant_and_stateful_rng_is_caught():
-    """One subprocess per replica count for all built-ins plus one broken constraint."""
-    specs = [*builtins(), (StatefulNoise, {})]
+def test_builtins_are_replica_invariant_and_broken_constraints_are_caught():
+    """One subprocess per replica count for all built-ins plus two broken constraints: per-replica
+    stateful RNG in the penalty, and an ``after_update`` that depends on the replica id."""
+    specs = [*builtins(), (StatefulNoise, {}), (ReplicaClip, {})]
     probes = testing.replica_probes(specs, (1, 2))
     one, two = probes[1], probes[2]
-    for (cls, _), a, b in zip(specs[:-1], one[:-1], two[:-1]):
+    for (cls, _), a, b in zip(specs[:-2], one[:-2], two[:-2]):
         testing.assert_same_probe(a, b, cls.__name__)
-    assert one[-1]["penalty"] is not None and len(one[-1]["penalty"]) == testing.BATCH
+    assert one[-2]["penalty"] is not None and len(one[-2]["penalty"]) == testing.BATCH
     with pytest.raises(AssertionError, match="differ"):
-        testing.assert_same_probe(one[-1], two[-1], "StatefulNoise")
+        testing.assert_same_probe(one[-2], two[-2], "StatefulNoise")
+    with pytest.raises(AssertionError, match="after_update leaves the replicas with different"):
+        testing.assert_same_probe(one[-1], two[-1], "ReplicaClip")
 
 
 class TestGradientPenaltyThroughMixin(ConstraintConformance):

@@ -68,6 +68,7 @@ class Timing(Progress):
                 every=self.eval_every,
                 run_dir=self.run_dir,
                 raw=raw_sampler(view),
+                emas=ema_samplers(view),
             )
         elif self.run_dir is not None and (self.run_dir / CURVE_FILE).exists():
             (self.run_dir / CURVE_FILE).unlink()
@@ -177,7 +178,7 @@ def measure(
     ``metrics`` (the study's image scores, :func:`lipgan.study.spec.image_metrics`): the cell's
     result."""
     from lipgan import evaluation
-    from lipgan.study.curve import NO_EMA, points, read
+    from lipgan.study.curve import NO_EMA, by_decay, points, read, samples_file
 
     started = time.perf_counter()
     timing = Timing(run_dir, eval_every, eval_samples)
@@ -211,13 +212,18 @@ def measure(
     found = measured(view.sampler)  # the EMA when train.ema_decay is on
     raw = raw_sampler(view)
     if raw is not None:  # the raw generator too (lipgan.study.curve.NO_EMA)
+        sampled = dict(found)
         found[NO_EMA] = measured(raw)
-    # the same fixed-noise samples evaluate() used
-    fake = evaluation.generate(view.sampler, eval_samples, view.seed)
-    if fake.shape[1:] == (2,):
-        np.save(run_dir / "samples.npy", np.asarray(fake, np.float32))
-    else:  # images: the first 64 for the report's sample grid
-        np.save(run_dir / "samples.npy", np.asarray(fake[:64], np.float32))
+        found.update(by_decay(ema_samplers(view), measured, sampled))  # every decay
+    kept = {"samples.npy": view.sampler}  # the sampler's; with several decays each other one's too
+    for decay, sampler in list(ema_samplers(view).items())[1:]:
+        kept[samples_file(decay)] = sampler
+    for name, sampler in kept.items():
+        fake = evaluation.generate(sampler, eval_samples, view.seed)  # evaluate()'s fixed noise
+        if fake.shape[1:] == (2,):
+            np.save(run_dir / name, np.asarray(fake, np.float32))
+        else:  # images: the first 64 for the report's sample grid
+            np.save(run_dir / name, np.asarray(fake[:64], np.float32))
     result = {
         "status": "ok",
         "step": state.step,
@@ -229,6 +235,14 @@ def measure(
         result["curve"] = points(read(run_dir))
         result["curve_eval_seconds"] = timing.curve.eval_seconds
     return result
+
+
+def ema_samplers(view) -> dict:
+    """``{decay: Sampler}`` of a run keeping several generator EMAs (``train.ema_decays``)."""
+    from lipgan.callbacks import Sampler
+
+    shape = view.sampler.latent_shape
+    return {decay: Sampler(model, shape) for decay, model in view.generator_emas.items()}
 
 
 def raw_sampler(view):

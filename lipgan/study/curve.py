@@ -43,6 +43,37 @@ CURVE_KEYS = ("modes_covered", "high_quality_fraction", "reverse_kl", "sliced_w1
 #: ``metrics[NO_EMA]``), so one training gives both rows of a with/without-EMA comparison.
 NO_EMA = "no_ema"
 
+#: With several decays (``train.ema_decay = (0.999, 0.99, ...)``) this key holds every decay's
+#: metrics by the decay (``{"0.99": {...}, "0.999": {...}}``; the first, sampling decay's are the
+#: point's own keys, copied, not measured twice); in a cell's result too. One training measures
+#: every decay, so the decay is chosen like any other setting (:mod:`lipgan.study.ema_choice`).
+EMA_BY_DECAY = "ema_by_decay"
+
+
+def decay_key(decay: float) -> str:
+    """The key of ``decay`` in :data:`EMA_BY_DECAY` (``"0.99"``)."""
+    return repr(float(decay))
+
+
+def samples_file(decay: float | str) -> str:
+    """The run dir's final samples of the EMA at ``decay`` when it is not the sampling one
+    (``samples_ema_0.99.npy``; the sampling generator's are ``samples.npy``)."""
+    return f"samples_ema_{decay_key(decay)}.npy"
+
+
+def by_decay(emas: dict, measure, sampled: dict) -> dict:
+    """``{EMA_BY_DECAY: {decay: metrics}}`` for a run keeping several EMAs ({} otherwise):
+    ``measure(sampler)`` for each decay's :class:`lipgan.callbacks.Sampler` (``emas``) but the
+    first, whose metrics are ``sampled``."""
+    if len(emas) < 2:
+        return {}
+    first = next(iter(emas))
+    return {
+        EMA_BY_DECAY: {
+            decay_key(d): dict(sampled) if d == first else measure(m) for d, m in emas.items()
+        }
+    }
+
 
 def read(run_dir: Path) -> list[dict]:
     """Every line of the run dir's curve (points and marks); [] when there is none."""
@@ -68,11 +99,21 @@ class Curve:
     generator beside it when the sampler is an EMA: ``raw``, a :class:`lipgan.callbacks.Sampler`)."""
 
     def __init__(
-        self, sampler, toy_set: str, *, seed: int, num_samples: int, every: int, run_dir, raw=None
+        self,
+        sampler,
+        toy_set: str,
+        *,
+        seed: int,
+        num_samples: int,
+        every: int,
+        run_dir,
+        raw=None,
+        emas=None,
     ):
         from lipgan.data.toy import MODE_CENTERS, MODE_STD, SAMPLERS
 
         self.sampler, self.raw, self.toy_set, self.seed = sampler, raw, toy_set, seed
+        self.emas = emas or {}  # {decay: Sampler} of a run keeping several EMAs
         self.num_samples, self.every = num_samples, every
         self.path = Path(run_dir) / CURVE_FILE
         self.centers, self.std = MODE_CENTERS.get(toy_set), MODE_STD.get(toy_set)
@@ -118,6 +159,7 @@ class Curve:
         out = measure(self.sampler)
         if self.raw is not None:  # the same run without its EMA, for comparison
             out[NO_EMA] = measure(self.raw)
+            out.update(by_decay(self.emas, measure, {k: v for k, v in out.items() if k != NO_EMA}))
         return out
 
     def record(self, step: int, seconds: float) -> None:

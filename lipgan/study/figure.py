@@ -279,7 +279,7 @@ def _median_samples(out: Path, results: list[dict]) -> tuple:
     if median.get("samples_cell", median["cell"]) is None:
         return None, seed, "raw generator's\nsamples not kept\n(the run kept\nthe EMA's)"
     cell = Cell.from_dict(median.get("samples_cell") or median["cell"])
-    path = cell_dir(out, cell) / "samples.npy"
+    path = cell_dir(out, cell) / median.get("samples_file", "samples.npy")  # EMA: ema_choice
     return (np.load(path) if path.is_file() else None), seed, ""
 
 

@@ -35,7 +35,8 @@ from lipgan.study import search
 from lipgan.study.spec import Cell, dumps
 
 #: Trial k's seed j is HALVING_SEED + 100·j + k: apart from the random search's (1000 + k) and
-#: the replicates' (0, 1, ...), so neither the search's luck nor its seeds carry over.
+#: the replicates' (0, 1, ...), so neither the search's luck nor its seeds carry over;
+#: ``--search-seed N`` replaces the base (N + 100·j + k) for a re-search with other seeds.
 HALVING_SEED = 2000
 
 
@@ -79,7 +80,7 @@ def trial_cells(spec, halving: Halving, dataset: str, constraint: str, trial: in
         Cell(
             dataset,
             constraint,
-            HALVING_SEED + 100 * j + trial,
+            spec.seed_base(HALVING_SEED) + 100 * j + trial,
             steps,
             spec.eval_samples,
             bindings + spec.bindings,

@@ -6,13 +6,16 @@ constraint the same search instead:
 
 1. **search**: per (data set, constraint), ``configs`` configurations drawn from the constraint's
    ranges (:mod:`lipgan.study.search`), each trained once at a reduced budget (``search_steps``
-   iterations, learning-rate decay stretched to it) with its own seed (``SEARCH_SEED + k``);
+   iterations, learning-rate decay stretched to it) with its own seed (``SEARCH_SEED + k``, or
+   ``--search-seed`` + k: a re-search with other seeds into another ``--out``);
 2. **selection**: the config whose final sample is nearest the data in exact W1 (:func:`score`;
    ties: higher high quality, then lower reverse KL); a failed trial (NaN) scores nothing;
 3. **replicates**: the chosen config at the full budget (each data set config's ``train.steps``)
    over ``seeds`` fresh seeds 0, 1, ... (never a search seed, so the selection's luck does not
    carry over), with a generator EMA (``train.ema_decay``) whose raw generator is measured in the
-   same run, so the "+EMA" rows and the plain rows come from the same trainings.
+   same run, so the "+EMA" rows and the plain rows come from the same trainings; with several
+   decays (``--ema-decays``) every one is measured in the same runs and the report chooses the
+   decay by the search's score (:mod:`lipgan.study.ema_choice`).
 
 Layout of a tuned study dir::
 
@@ -65,7 +68,8 @@ class TuneSpec:
     steps: int | None = None
     eval_every: int = EVAL_EVERY
     eval_samples: int = EVAL_SAMPLES
-    ema_decay: float = EMA_DECAY
+    #: One decay, or a tuple (``--ema-decays``): one averaged copy per decay in every replicate.
+    ema_decay: float | tuple[float, ...] = EMA_DECAY
     ema_start: int = EMA_START
     #: Extra gin bindings for every run (``--bind``), after the config's: they win.
     bindings: tuple[str, ...] = ()
@@ -76,11 +80,16 @@ class TuneSpec:
     eta: int = 3
     rungs: int = 3
     search_seeds: int = 2
+    #: The base of the search trials' seeds (``--search-seed``); None: the search's own
+    #: (:data:`SEARCH_SEED`, :data:`lipgan.study.halving.HALVING_SEED`).
+    search_seed: int | None = None
 
     def as_dict(self) -> dict:
         d = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
         if not self.bindings:  # as recorded before --bind existed: the same study resumes
             del d["bindings"]
+        if self.search_seed is None:  # as recorded before --search-seed existed
+            del d["search_seed"]
         if self.search == "random":  # as recorded before halving existed
             for key in ("search", "eta", "rungs", "search_seeds"):
                 del d[key]
@@ -104,6 +113,12 @@ class TuneSpec:
         if self.search not in ("random", "halving"):
             raise ConfigError(f"--search must be random or halving, not {self.search!r}")
         self.halving.check()
+        check_ema_decays(self.ema_decay)
+        if self.search_seed is not None and self.search_seed < self.seeds:
+            raise ConfigError(
+                f"--search-seed {self.search_seed} must be >= --seeds ({self.seeds}): the "
+                "replicates train with seeds 0, 1, ..., which no search trial may share"
+            )
         for constraint in self.constraints:
             search.space(parse_spec(constraint)[0])  # one line for a constraint with no space
         for dataset in self.datasets:
@@ -115,6 +130,43 @@ class TuneSpec:
 
     def full_steps(self, dataset: str) -> int:
         return self.steps or config_steps(dataset)
+
+    @property
+    def ema_decays(self) -> tuple[float, ...]:
+        """The replicates' EMA decays, the sampling one first."""
+        return tuple(self.ema_decay) if isinstance(self.ema_decay, tuple) else (self.ema_decay,)
+
+    def seed_base(self, default: int) -> int:
+        """The first search seed: ``--search-seed``, else the search's own ``default``."""
+        return default if self.search_seed is None else self.search_seed
+
+
+def check_ema_decays(value) -> None:
+    """The spec's decays: what ``train.ema_decay`` takes, but never 0 (the replicates' EMA is
+    what the +EMA rows measure)."""
+    from lipgan.step_config import check_ema_decay
+
+    try:
+        check_ema_decay(value)
+    except ConfigError:
+        value = None
+    if value in (None, 0, 0.0):
+        raise ConfigError(
+            "--ema-decays takes decays in (0, 1), distinct, comma-separated (e.g. "
+            "0.99,0.999,0.9999); the first samples"
+        ) from None
+
+
+def parse_ema_decays(text: str) -> float | tuple[float, ...]:
+    """``--ema-decays 0.99,0.999``: one decay as a float (as the spec has always held it), several
+    as a tuple, the first sampling. Raises :class:`ConfigError` in one line."""
+    try:
+        decays = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        decays = ()
+    value = decays[0] if len(decays) == 1 else decays
+    check_ema_decays(value)
+    return value
 
 
 def default_constraints(registry) -> list[str]:
@@ -157,7 +209,7 @@ def search_cells(spec: TuneSpec) -> list[Cell]:
                     Cell(
                         dataset,
                         constraint,
-                        SEARCH_SEED + k,
+                        spec.seed_base(SEARCH_SEED) + k,
                         spec.search_steps,
                         spec.eval_samples,
                         search.bindings(name, config, spec.search_steps) + spec.bindings,
@@ -193,7 +245,7 @@ def replicate_cells(spec: TuneSpec, chosen: dict[tuple[str, str], dict]) -> list
             config = chosen[(dataset, constraint)]["config"]
             bindings = search.bindings(constraint_name(constraint), config, steps)
             bindings += (
-                f"train.ema_decay = {spec.ema_decay!r}",
+                f"train.ema_decay = {spec.ema_decay!r}",  # a tuple binds as a gin tuple
                 f"train.ema_start = {spec.ema_start}",
                 *spec.bindings,
             )

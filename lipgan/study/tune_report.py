@@ -24,8 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from lipgan.study import pacgan4, report, search, sessions
-from lipgan.study.curve import NO_EMA
+from lipgan.study import ema_choice, pacgan4, report, search, sessions
+from lipgan.study.curve import NO_EMA, decay_key, samples_file
+from lipgan.study.ema_choice import at_decay
 from lipgan.study.figure import short_label
 from lipgan.study.spec import dumps
 from lipgan.study.summary import (
@@ -44,19 +45,23 @@ from lipgan.study.tables import PACGAN, _fmt, _fmt_target, beats_text
 SHARED = "shared config"
 
 
-def split_ema(result: dict) -> list[dict]:
+def split_ema(result: dict, decay: str | None = None, sampled: bool = True) -> list[dict]:
     """``[raw, ema]`` study results of a replicate measured with and without its EMA (``[result]``
-    for one without); the EMA row's constraint is ``SPEC +EMA``. The run's ``samples.npy`` holds
-    the EMA's samples: ``samples_cell`` says whose run dir a row's samples are in (None for the
-    raw row, whose samples are not kept), for the figure (:mod:`lipgan.study.figure`)."""
+    for one without); the EMA row's constraint is ``SPEC +EMA``, at decay key ``decay`` when the
+    run kept several (:func:`lipgan.study.ema_choice.at_decay`; None: the sampling one). The
+    run's ``samples.npy`` holds the sampling EMA's samples, another decay's (``sampled`` False)
+    are in ``samples_file``: ``samples_cell`` says whose run dir a row's samples are in (None for
+    the raw row, whose samples are not kept), for the figure (:mod:`lipgan.study.figure`)."""
     metrics = result.get("metrics") or {}
     if result.get("status") != "ok" or NO_EMA not in metrics:
         return [result]
     ema = copy.deepcopy(result)
     ema["samples_cell"] = copy.deepcopy(result["cell"])
+    if not sampled:
+        ema["samples_file"] = samples_file(decay)
     ema["cell"]["constraint"] += EMA_SUFFIX
-    ema["metrics"] = {k: v for k, v in metrics.items() if k != NO_EMA}
-    ema["curve"] = [{k: v for k, v in p.items() if k != NO_EMA} for p in result.get("curve", [])]
+    ema["metrics"] = at_decay(metrics, decay)
+    ema["curve"] = [at_decay(p, decay) for p in result.get("curve", [])]
     raw = copy.deepcopy(result)
     raw["metrics"] = dict(metrics[NO_EMA])
     raw["samples_cell"] = None
@@ -142,8 +147,9 @@ def shared_rows(study_dirs) -> dict:
 
 
 def markdown(
-    spec, search_rows, chosen, final_summary, references, command, bench, total, shared=None
-) -> str:
+    spec, search_rows, chosen, final_summary, references, command, bench, total, shared=None,
+    decays=None,
+) -> str:  # fmt: skip
     from lipgan.study.references import BOX, BOX_EXPECTED, REAL
 
     lines = ["# lipgan tuned study: each constraint at its own best", ""]
@@ -160,7 +166,7 @@ def markdown(
         f"Protocol (Lucic et al. 2018): per data set and constraint, {spec.configs} configs drawn "
         f"from the constraint's ranges (below), each trained once for {spec.search_steps:,} "
         "iterations; the config nearest the data in exact W1 (Lucic et al. choose by FID) is re-run at the full "
-        f"budget over {spec.seeds} fresh seeds, with a generator EMA (decay {spec.ema_decay}, "
+        f"budget over {spec.seeds} fresh seeds, with a generator EMA ({_decays_text(spec)}, "
         f"from iteration {spec.ema_start:,}) measured beside the raw generator of the same run. "
         f"Rows: mean ± standard deviation over the {spec.seeds} seeds (a spread; intervals in "
         "brackets are 95 % percentile-bootstrap intervals of the mean over seeds), each seed "
@@ -244,7 +250,7 @@ def markdown(
                         _seconds_to_target(row, seconds),
                     ]
                 shown = {constraint: config, SHARED: "the shared config"}.get(
-                    label, "same runs, EMA"
+                    label, "same runs, EMA" + ema_choice.label(decays or {}, dataset, constraint)
                 )
                 if label == constraint + EMA_SUFFIX and (
                     never := ema_never_averaged(spec, dataset)
@@ -294,6 +300,12 @@ def markdown(
         "",
     ]
     return "\n".join(lines)
+
+
+def _decays_text(spec) -> str:
+    if len(spec.ema_decays) == 1:
+        return f"decay {spec.ema_decay}"
+    return f"decays {', '.join(map(str, spec.ema_decays))}, one chosen per row (below)"
 
 
 def ema_never_averaged(spec, dataset: str) -> tuple[int, int] | None:
@@ -361,7 +373,12 @@ def write(
     out = Path(out)
     shared = shared_rows(shared_dirs)
     search_rows = search_summary(spec, searched)
-    split = [r for result in final.values() for r in split_ema(result)]
+    decays = ema_choice.choose(spec, final)
+    first = decay_key(spec.ema_decays[0])
+    split = []
+    for cell, result in final.items():
+        picked = decays.get((cell.dataset, cell.constraint), {}).get("decay")
+        split += split_ema(result, picked, picked in (None, first))
     references = refs.load_or_compute(out, list(spec.datasets), spec.eval_samples, spec.seeds, log)
     paths = {"markdown": out / "tune.md", "json": out / "tune.json", "figure": out / "tune.png"}
     final_summary = summarize(split) if split else {}
@@ -402,10 +419,13 @@ def write(
         "shared": {"dirs": [str(d) for d in shared_dirs], "rows": shared},
         "totals": total,
     }
+    if decays:
+        payload["ema_decays"] = ema_choice.as_json(decays)
     paths["json"].write_text(dumps(payload))
     text = markdown(
-        spec, search_rows, chosen, final_summary, references, command, bench, total, shared
+        spec, search_rows, chosen, final_summary, references, command, bench, total, shared, decays
     )
+    text += ema_choice.section(spec, decays)
     if spec.search == "halving":
         from lipgan.study import halving
 
