@@ -18,6 +18,7 @@ import keras
 import gin
 from lipgan import gin_messages, models
 from lipgan.data import pipeline
+from lipgan.data.array_file import array_file
 from lipgan.errors import ConfigError, first_line
 from lipgan.gin_messages import configs_dir
 from lipgan.gin_messages import quiet_gin_logging as _quiet_gin_logging
@@ -35,6 +36,7 @@ def _library_configurables():
     return {
         "train": train_root.train,
         "dataset": pipeline.dataset,
+        "array_file": array_file,
         "mlp_critic": models.mlp_critic,
         "mlp_generator": models.mlp_generator,
         "dcgan_critic": models.dcgan_critic,

@@ -29,9 +29,10 @@ from lipgan.cli_shared import StudyDir, check_constraints, executor_options, mak
     "--dataset",
     "datasets",
     multiple=True,
-    metavar="NAME",
-    help="ring, grid, 8gaussians, 25gaussians, swissroll, digits, cifar10 (repeatable; default: "
-    "ring, grid).",
+    metavar="NAME|PATH",
+    help="ring, grid, 8gaussians, 25gaussians, swissroll, digits, cifar10, or a .npy/.npz file of "
+    "your own: examples under 'x', optional 'modes' [K, d] and 'mode_std' (docs/study.md, \"Your "
+    'own data"; repeatable; default: ring, grid).',
 )
 @click.option(
     "--metric",
@@ -114,14 +115,18 @@ def study(
         default_constraints,
         run_study,
     )
+    from lipgan.study.own_data import is_path
 
+    files = [d for d in datasets if is_path(d)]  # your own data (lipgan.study.own_data)
+    named = tuple(d for d in datasets if not is_path(d))
     registry = load_registry().registry
     constraints = check_constraints(constraints, registry) or default_constraints(registry)
     # steps None: every data set trains for its own config's train.steps.
     defaults = QUICK if quick else {"seeds": 10, "steps": None, "datasets": ["ring", "grid"]}
     spec = StudySpec(
         constraints=tuple(constraints),
-        datasets=tuple(datasets or defaults["datasets"]),
+        # --quick's or the default data sets only when none is given
+        datasets=named if (named or files) else tuple(defaults["datasets"]),
         seeds=seeds or defaults["seeds"],
         steps=steps or defaults["steps"],
         bindings=tuple(bindings),
@@ -160,6 +165,7 @@ def study(
         command=command,
         executor=cells,
         report_only=report_only,
+        data=files or None,
     )
     if not quiet:
         click.echo(report.paths["markdown"].read_text())

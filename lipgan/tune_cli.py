@@ -29,8 +29,9 @@ from lipgan.cli_shared import StudyDir, check_constraints, executor_options, mak
     "--dataset",
     "datasets",
     multiple=True,
-    metavar="NAME",
-    help="ring, grid, 8gaussians, 25gaussians, swissroll (repeatable; default: ring, grid).",
+    metavar="NAME|PATH",
+    help="ring, grid, 8gaussians, 25gaussians, swissroll, or a .npy/.npz file of vectors of your "
+    'own (docs/study.md, "Your own data"; repeatable; default: ring, grid).',
 )
 @click.option(
     "--configs",
@@ -170,7 +171,10 @@ def tune(
     """Search each constraint's hyper-parameters, re-run the best over seeds; write tune.md/png."""
     from lipgan.plugins import load_registry
     from lipgan.study import tune as tuned
+    from lipgan.study.own_data import is_path
 
+    files = [d for d in datasets if is_path(d)]  # your own data (lipgan.study.own_data)
+    named = tuple(d for d in datasets if not is_path(d))
     registry = load_registry().registry
     given = check_constraints(constraints, registry)
     if not given:
@@ -179,7 +183,7 @@ def tune(
     constraints = given or tuned.default_constraints(registry)
     spec = tuned.TuneSpec(
         constraints=tuple(constraints),
-        datasets=tuple(datasets or ("ring", "grid")),
+        datasets=named if (named or files) else ("ring", "grid"),
         configs=configs,
         search_steps=search_steps,
         seeds=seeds,
@@ -193,7 +197,8 @@ def tune(
         search_seed=search_seed,
         ema_decay=tuned.parse_ema_decays(ema_decays),
     )
-    spec.check()
+    if not files:  # one line before an executor starts (a user file is checked when loaded)
+        spec.check()
     # --report-only runs nothing, so it needs no executor (nor Ray for one)
     cells = (
         None
@@ -224,14 +229,19 @@ def tune(
         command=command,
         report_only=report_only,
         shared=tuple(shared),
+        data=files or None,
     )
+    spec = report.spec  # with the user data sets, if any
     if bench:
         from lipgan.cell_process import cell_trainer
         from lipgan.study import row_bench
 
         if len(report.final) < len(tuned.replicate_cells(spec, report.chosen)):
             raise click.UsageError("--bench needs the finished study (run it first)")
-        measured = row_bench.measure(spec, report.chosen, log=log, build=cell_trainer)
+        data_dir = Path(out) / "data"  # a user data set's frozen copy (lipgan.study.own_data)
+        measured = row_bench.measure(
+            spec, report.chosen, log=log, build=lambda cell: cell_trainer(cell, data_dir)
+        )
         row_bench.write(Path(out), {**measured, "command": command})
         report = tuned.run_tune(
             spec, out, log=log, command=command, report_only=True, shared=tuple(shared)

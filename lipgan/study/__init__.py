@@ -6,6 +6,14 @@
 
 (``steps=None``, the default, trains each data set for its own config's ``train.steps``.)
 
+A data set of your own (docs/study.md, "Your own data"; :mod:`lipgan.study.own_data`): ``data=``
+takes what :class:`lipgan.Trainer` takes (a NumPy array, a ``tf.data.Dataset``, a TFDS name) or a
+``.npy``/``.npz`` path, or a list of them; it is added to ``spec.datasets`` under its stem and a
+short content hash, and measured against held-out rows::
+
+    run_study(StudySpec(("gradient_penalty",), (), seeds=2, steps=500), "studies/mine",
+              data=points, data_name="points", modes=centres)
+
 See docs/study.md for the protocol (PacGAN, Lin et al. 2018, Table 1) and the report's columns.
 """
 
@@ -48,6 +56,11 @@ def run_study(
     command: str = "",
     executor=None,
     report_only: bool = False,
+    data=None,
+    data_name: str | None = None,
+    modes=None,
+    mode_std: float | None = None,
+    data_key: str | None = None,
 ) -> StudyReport:
     """Run (or resume) every cell of ``spec`` under ``out`` and write the report there.
 
@@ -56,11 +69,17 @@ def run_study(
     under way, here or on a cluster), marked partial when some are missing. Otherwise a metric
     the study records that is unknown or cannot be computed here (FID's network without its
     weights) is refused in one line before any cell trains (:func:`lipgan.study.spec.
-    check_metrics`).
+    check_metrics`). ``data`` (and ``data_name``, ``modes``, ``mode_std``, ``data_key``): data
+    sets of your own, added to the spec (:func:`lipgan.study.own_data.attach`); the report's
+    spec records them.
     """
     from lipgan.plugins import default_registry
-    from lipgan.study import report, runner
+    from lipgan.study import own_data, report, runner
     from lipgan.study.spec import check_metrics
+
+    spec, loaded = own_data.attach(
+        spec, data, name=data_name, modes=modes, mode_std=mode_std, data_key=data_key
+    )
 
     if report_only:
         runner.check_out_dir(Path(out))  # the report is written there
@@ -75,8 +94,10 @@ def run_study(
     from lipgan.study.executors import LocalExecutor
 
     executor = executor or LocalExecutor(jobs or runner.default_jobs()[0])
+    storage = getattr(executor, "storage", None)  # Ray's, where its cells run
     results = runner.run_cells(
-        spec, Path(out), executor=executor, threads=threads, force=force, log=log
-    )
+        spec, Path(out), executor=executor, threads=threads, force=force, log=log,
+        prepare=own_data.freezer(loaded, [Path(out), storage]),
+    )  # fmt: skip
     paths = report.write(Path(out), spec.as_dict(), results, command, log)
     return StudyReport(spec, results, paths)

@@ -171,12 +171,19 @@ def timing_of(timing: Timing, train_seconds: float, step: int, run_dir: Path) ->
 
 
 def measure(
-    fit, run_dir: Path, *, eval_samples: int, eval_every: int, metrics: tuple[str, ...] = ()
+    fit,
+    run_dir: Path,
+    *,
+    eval_samples: int,
+    eval_every: int,
+    metrics: tuple[str, ...] = (),
+    evaluate=None,
 ) -> dict:
     """Call ``fit(progress)`` (a fit of one trainer in ``run_dir``) with the cell's clock and
     curve, then evaluate what it trained on ``eval_samples`` with the default metrics and
     ``metrics`` (the study's image scores, :func:`lipgan.study.spec.image_metrics`): the cell's
-    result."""
+    result. ``evaluate``: ``(view, sampler) -> metrics`` instead of the registered metrics
+    (a user data set's, against its held-out rows: :mod:`lipgan.study.own_metrics`)."""
     from lipgan import evaluation
     from lipgan.study.curve import NO_EMA, by_decay, points, read, samples_file
 
@@ -194,6 +201,8 @@ def measure(
     began = time.perf_counter()
 
     def measured(sampler) -> dict:
+        if evaluate is not None:
+            return evaluate(view, sampler)
         # The study computes the W1 floor once per data set from many pairs (report.references).
         values = evaluation.evaluate(
             sampler,
@@ -220,7 +229,7 @@ def measure(
         kept[samples_file(decay)] = sampler
     for name, sampler in kept.items():
         fake = evaluation.generate(sampler, eval_samples, view.seed)  # evaluate()'s fixed noise
-        if fake.shape[1:] == (2,):
+        if len(fake.shape) == 2:  # points (a figure draws the first two coords)
             np.save(run_dir / name, np.asarray(fake, np.float32))
         else:  # images: the first 64 for the report's sample grid
             np.save(run_dir / name, np.asarray(fake[:64], np.float32))

@@ -225,6 +225,12 @@ def _draw_block(fig, out, dataset, rows, results, bands, keys, heights, referenc
         from lipgan.data.toy import SAMPLERS
 
         real = SAMPLERS[reference["toy_set"]](2500, np.random.default_rng(0))
+    elif reference and reference.get("own_data"):  # a user data set: its held-out rows
+        from lipgan.study.own_metrics import real_points
+        from lipgan.study.references import own_data_file
+
+        if (path := own_data_file(out, dataset)) is not None:
+            real = real_points(path)
     samples = [
         _median_samples(out, [r for r in results if r["cell"]["constraint"] == c]) for c in rows
     ]

@@ -14,6 +14,8 @@ exact W1 and the curve's sliced W1 against a real sample of the same size. The W
 computed once per data set from :data:`FLOOR_PAIRS` real-vs-real pairs with its standard error
 (:func:`lipgan.metrics.toy.w1_floor_stats`). Everything is deterministic in (data set, n, seeds),
 so ``OUT/references.json`` is only a cache: a report rebuilt without it computes the same rows.
+A data set the user brings has the same rows against its held-out rows
+(:mod:`lipgan.study.own_metrics`).
 """
 
 from __future__ import annotations
@@ -149,6 +151,15 @@ def compute(
     }
 
 
+def own_data_file(out: Path, dataset: str) -> Path | None:
+    """The frozen copy of a user data set in the study dir ``out``, None for a named set."""
+    from lipgan.study.own_data import frozen_path
+    from lipgan.study.spec import DATASETS
+
+    path = frozen_path(out, dataset)
+    return path if dataset not in DATASETS and path.is_file() else None
+
+
 def load_or_compute(
     out: Path,
     datasets,
@@ -178,10 +189,17 @@ def load_or_compute(
         definition = {"metrics": list(image), "bindings": list(bindings)} if image else None
         entry = entries.get(dataset, ...)
         if entry is ... or (image and (entry or {}).get("definition") != definition):
-            if log and (toy_set(dataset) or image):
-                what = f"W1 floor ({pairs} pairs)" if toy_set(dataset) else ", ".join(image)
+            own = own_data_file(out, dataset)
+            if log and (toy_set(dataset) or image or own):
+                floor = toy_set(dataset) or own
+                what = f"W1 floor ({pairs} pairs)" if floor else ", ".join(image)
                 log(f"reference rows for {dataset}: {what}...")
-            entries[dataset] = compute(dataset, n, seeds, pairs, metrics, bindings)
+            if own:  # a user data set: against its held-out rows (lipgan.study.own_metrics)
+                from lipgan.study.own_metrics import references as own_references
+
+                entries[dataset] = own_references(own, seeds, pairs)
+            else:
+                entries[dataset] = compute(dataset, n, seeds, pairs, metrics, bindings)
             if image:
                 entries[dataset]["definition"] = definition
             changed = True

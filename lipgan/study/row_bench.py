@@ -48,7 +48,8 @@ def measure(
     log: Callable[[str], None] | None = None,
     build: Callable,
 ) -> dict:
-    """``{'rows': [{'dataset', 'constraint', 'seconds_per_iteration', 'rounds'}], ...}``."""
+    """``{'rows': [{'dataset', 'constraint', 'seconds_per_iteration', 'rounds'}], ...}``;
+    ``data_dir``: where a tuned study keeps its user data sets' frozen copies (``OUT/data``)."""
     from lipgan.progress import Progress
     from lipgan.study.tune import replicate_cells
 

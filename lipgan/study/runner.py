@@ -31,7 +31,7 @@ from lipgan import child_process
 from lipgan.compare import differences
 from lipgan.errors import ConfigError, Interrupted
 from lipgan.interrupt import SIGNALS
-from lipgan.study import sessions
+from lipgan.study import own_data, sessions
 from lipgan.study.cell import RUN_DIR_REFUSED
 from lipgan.study.spec import Cell, StudySpec, check_spec, dumps
 
@@ -127,6 +127,8 @@ def check_out_dir(out: Path, option: str = "--out") -> None:
 
 def _check_out(out: Path, spec: StudySpec, force: bool) -> None:
     check_out_dir(out)
+    if not force:  # a user data set edited since: its own line, not "another spec"
+        own_data.check_unchanged(out, getattr(spec, "data", ()))
     path = out / "spec.json"
     if path.is_file():
         try:
@@ -235,6 +237,8 @@ def run_cell_process(
         error = f"cannot write its run dir {run_dir} ({exc.strerror or exc})"
         return {"status": "refused", "error": error, "cell": cell.as_dict()}
     env = {"LIPGAN_STUDY_THREADS": str(threads)} if threads else {}
+    # Where the cell finds a user data set's frozen copy (lipgan.study.own_data).
+    env[own_data.DATA_ENV] = str((out / own_data.DATA_DIR).absolute())
     proc = processes.run([str(cell_file), str(run_dir)], env)
     if proc is None:
         return None
@@ -301,15 +305,20 @@ def run_cells(
     threads: int | None = None,
     force: bool = False,
     log: Callable[[str], None] | None = None,
+    prepare: Callable[[], None] | None = None,
 ) -> list[dict]:
     """Every cell's result (finished ones read back, the others run), in grid order.
 
     ``executor`` (:mod:`lipgan.study.executors`, which imports this module) runs the unfinished
     cells. Everything else (resume, progress, stop) is here, the same for every executor.
+    ``prepare``: called once the study dir is accepted, before any cell (a user data set's
+    frozen copy is written then, never into a study dir that is refused).
     """
     check_spec(spec)
     out = Path(out)
     _check_out(out, spec, force)
+    if prepare is not None:
+        prepare()
     cells = spec.cells()
     results = execute(cells, out, executor=executor, threads=threads, log=log)
     return [results[cell] for cell in cells]

@@ -1,6 +1,7 @@
 """What a study runs: the grid (constraint × seed × data set) and how each cell becomes a lipgan run.
 
-A cell is an ordinary lipgan run: a shipped gin config for its data set (:data:`DATASETS`), plus the
+A cell is an ordinary lipgan run: a shipped gin config for its data set (:data:`DATASETS`, or for
+a data set the user brings, the config of its kind: :mod:`lipgan.study.own_data`), plus the
 bindings that choose the constraint (``--constraint`` SPEC, parsed by :func:`lipgan.bench.sweep.
 parse_spec`, the syntax of ``lipgan bench``), the seed and the number of iterations.
 """
@@ -75,11 +76,17 @@ class StudySpec:
     smoke_test: bool = False
     #: ``--metric``: the scores recorded on the image data sets' rows (none: :data:`IMAGE_METRICS`).
     metrics: tuple[str, ...] = ()
+    #: The data sets the user brought (:class:`lipgan.study.own_data.OwnData`), each also named
+    #: in ``datasets``; left out of :meth:`as_dict` when empty, so older studies still resume.
+    data: tuple = ()
 
     def as_dict(self) -> dict:
         d = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
         if not self.metrics:  # as recorded before --metric existed: the same study resumes
             del d["metrics"]
+        d["data"] = [own.as_dict() for own in self.data]
+        if not self.data:
+            del d["data"]
         return d
 
     def cells(self) -> list[Cell]:
@@ -88,7 +95,7 @@ class StudySpec:
                 dataset,
                 constraint,
                 seed,
-                self.steps or config_steps(dataset),
+                self.steps or default_steps(dataset, self.data),
                 self.eval_samples,
                 self.bindings,
                 self.eval_every,
@@ -169,15 +176,18 @@ class Cell:
             return [f"not a cell: a JSON {type(recorded).__name__}"]
         return differences(recorded, self.as_dict())
 
-    def gin(self) -> tuple[list[str], list[str]]:
-        """(gin files, bindings) of this cell's run."""
+    def gin(self, data_dir=None) -> tuple[list[str], list[str]]:
+        """(gin files, bindings) of this cell's run; ``data_dir``: where a user data set's frozen
+        copy is (default: ``$LIPGAN_STUDY_DATA``, set for a cell by the runner)."""
         from lipgan.bench.sweep import parse_spec
 
-        if self.dataset not in DATASETS:
-            raise ConfigError(
-                f"unknown study data set {self.dataset!r}; known: {', '.join(DATASETS)}"
-            )
-        config, dataset_name = DATASETS[self.dataset]
+        if self.dataset in DATASETS:
+            config, dataset_name = DATASETS[self.dataset]
+            data_bindings = []
+        else:  # a user data set: its study's frozen copy says which config (own_data)
+            from lipgan.study.own_data import cell_config
+
+            (config, data_bindings), dataset_name = cell_config(self.dataset, data_dir), None
         name, kwargs = parse_spec(self.constraint)
         bindings = [f"train.constraint = @{name}()", *PAPER_OPTIMIZERS.get(name, ())]
         # ``key=value`` sets the constraint's own parameter; a dotted key is a whole binding
@@ -187,6 +197,7 @@ class Cell:
         ]
         if dataset_name:
             bindings.append(f"dataset.name = {dataset_name!r}")
+        bindings += data_bindings
         bindings += [f"train.seed = {self.seed}", f"train.steps = {self.steps}"]
         # The config's own periodic evaluation (exact W1 and a sample image every
         # train.eval_every) is replaced by the cell's cheaper curve (lipgan.study.curve); it
@@ -195,15 +206,29 @@ class Cell:
         return [config], bindings + list(self.bindings)
 
 
-@functools.cache
 def config_steps(dataset: str) -> int:
     """``train.steps`` of the data set's shipped config: a study's default budget."""
+    if dataset not in DATASETS:
+        raise ConfigError(f"unknown study data set {dataset!r}; known: {', '.join(DATASETS)}")
+    return file_steps(DATASETS[dataset][0])
+
+
+@functools.cache
+def file_steps(config_file: str) -> int:
+    """``train.steps`` of a shipped config."""
     from lipgan import config
     from lipgan.plugins import load_registry
 
-    if dataset not in DATASETS:
-        raise ConfigError(f"unknown study data set {dataset!r}; known: {', '.join(DATASETS)}")
-    return int(config.query([DATASETS[dataset][0]], "train.steps", load_registry().registry))
+    return int(config.query([config_file], "train.steps", load_registry().registry))
+
+
+def default_steps(dataset: str, data: tuple = ()) -> int:
+    """A data set's default budget: its config's ``train.steps``, for a user data set (one of
+    ``data``) the config of its kind (:data:`lipgan.study.own_data.CONFIGS`)."""
+    for own in data:
+        if own.name == dataset:
+            return file_steps(own.config)
+    return config_steps(dataset)
 
 
 def default_constraints(registry) -> list[str]:
@@ -236,9 +261,18 @@ def check_spec(spec: StudySpec) -> None:
         raise ConfigError("a study needs at least one constraint and one data set")
     for c in spec.constraints:
         parse_spec(c)  # one-line error on a malformed SPEC
-    for d in spec.datasets:
-        if d not in DATASETS:
-            raise ConfigError(f"unknown study data set {d!r}; known: {', '.join(DATASETS)}")
+    check_datasets(spec.datasets, spec.data)
+
+
+def check_datasets(datasets, data: tuple = ()) -> None:
+    """One line for a data set that is neither a named one nor one the user brought."""
+    own = {o.name for o in data}
+    for d in datasets:
+        if d not in DATASETS and d not in own:
+            raise ConfigError(
+                f"unknown study data set {d!r}; known: {', '.join(DATASETS)}, or a .npy/.npz "
+                'file of your own (docs/study.md, "Your own data")'
+            )
 
 
 def image_metrics(dataset: str, chosen=()) -> tuple[str, ...]:

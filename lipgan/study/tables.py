@@ -187,6 +187,8 @@ def markdown(
             head.append(f"beats uniform noise ({BEATS_WHAT.replace(' and ', ', ')})")
         head += ["seeds", "failed", "collapsed"]
         lines += [f"## {dataset}", ""]
+        if ref and ref.get("about"):  # a user data set (lipgan.study.own_metrics)
+            lines += [ref["about"], ""]
         if ref and ref.get("image"):
             lines += [
                 f"Image scores: {', '.join(f'`{m}`' for m in ref['metrics'])} (docs/metrics.md), "

@@ -40,7 +40,7 @@ from pathlib import Path
 from lipgan.errors import ConfigError
 from lipgan.study import search
 from lipgan.study.search import score
-from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES, Cell, config_steps, dumps
+from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES, Cell, default_steps, dumps
 
 #: Search trial k trains with seed SEARCH_SEED + k; replicates use seeds 0, 1, ...
 SEARCH_SEED = 1000
@@ -83,9 +83,14 @@ class TuneSpec:
     #: The base of the search trials' seeds (``--search-seed``); None: the search's own
     #: (:data:`SEARCH_SEED`, :data:`lipgan.study.halving.HALVING_SEED`).
     search_seed: int | None = None
+    #: Data sets the user brought (:mod:`lipgan.study.own_data`), also named in ``datasets``.
+    data: tuple = ()
 
     def as_dict(self) -> dict:
         d = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
+        d["data"] = [own.as_dict() for own in self.data]
+        if not self.data:  # as recorded before own data existed
+            del d["data"]
         if not self.bindings:  # as recorded before --bind existed: the same study resumes
             del d["bindings"]
         if self.search_seed is None:  # as recorded before --search-seed existed
@@ -121,15 +126,21 @@ class TuneSpec:
             )
         for constraint in self.constraints:
             search.space(parse_spec(constraint)[0])  # one line for a constraint with no space
+        own = {o.name: o for o in self.data}
         for dataset in self.datasets:
-            if dataset not in TUNABLE_DATASETS:
+            if dataset in own and own[dataset].kind != "vectors":
+                raise ConfigError(
+                    f"a tuned study searches the Adam and linear decay of the toy MLP config; "
+                    f"{dataset} holds images (DCGAN, plain Adam): study it with lipgan study"
+                )
+            if dataset not in TUNABLE_DATASETS and dataset not in own:
                 raise ConfigError(
                     f"a tuned study runs on the toy sets ({', '.join(TUNABLE_DATASETS)}), whose "
                     f"configs train with Adam and a linear decay; not on {dataset!r}"
                 )
 
     def full_steps(self, dataset: str) -> int:
-        return self.steps or config_steps(dataset)
+        return self.steps or default_steps(dataset, self.data)
 
     @property
     def ema_decays(self) -> tuple[float, ...]:
@@ -314,6 +325,11 @@ def run_tune(
     report_only: bool = False,
     bench: dict | None = None,
     shared: tuple = (),
+    data=None,
+    data_name: str | None = None,
+    modes=None,
+    mode_std: float | None = None,
+    data_key: str | None = None,
 ) -> TuneReport:
     """Run (or resume) the search, choose, run the replicates, and write the report.
 
@@ -321,18 +337,26 @@ def run_tune(
     nothing and reports what has finished (a study still under way says so). ``bench`` is the
     quiet side-by-side timing of the chosen rows (:mod:`lipgan.study.row_bench`), when measured.
     ``shared``: dirs of shared-config studies whose rows the report prints beside the tuned ones.
+    ``data`` (and ``data_name``, ``modes``, ``mode_std``, ``data_key``): data sets of your own,
+    vectors only (:func:`lipgan.study.own_data.attach`, as :func:`lipgan.study.run_study`).
     """
-    from lipgan.study import runner, tune_report
+    from lipgan.study import own_data, runner, tune_report
     from lipgan.study.executors import LocalExecutor
 
+    spec, loaded = own_data.attach(
+        spec, data, name=data_name, modes=modes, mode_std=mode_std, data_key=data_key
+    )
     spec.check()
     out = Path(out)
     log = log or (lambda line: None)
+    executor = executor or LocalExecutor(runner.default_jobs()[0])
     if report_only:
         runner.check_out_dir(out)  # the report is written there
     else:
         _check_out(out, spec, force)
-    executor = executor or LocalExecutor(runner.default_jobs()[0])
+        # search/ and final/ run their cells from their own dirs; Ray's storage is where they run.
+        where = [out, out / "search", out / "final", getattr(executor, "storage", None)]
+        own_data.freezer(loaded, where)()
 
     def run_or_read(cells: list[Cell], where: Path, what: str) -> dict[Cell, dict]:
         if report_only:

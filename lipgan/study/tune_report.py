@@ -194,6 +194,8 @@ def markdown(
         uniform = uniform_reference(ref_stats)
         stated = threshold_text(dataset) if dataset in THRESHOLDS else "threshold"
         lines += [f"## {dataset}", ""]
+        if ref.get("about"):  # a user data set (lipgan.study.own_metrics)
+            lines += [ref["about"], ""]
         at_means = {}
         head = [
             "constraint",
