@@ -10,12 +10,17 @@ holds the pieces both need and that TensorFlow lacks in a form XLA compiles:
   CPU has no complex ``MatrixSolve``/``MatrixInverse`` (TF 2.21: "No registered 'MatrixSolve'
   OpKernel for XLA_CPU_JIT" for complex64; real solves and ``rfft2d``/``irfft2d`` with their
   gradients compile), so a complex ``n×n`` system is solved as the real ``2n×2n`` one
-  ``[[R, −I], [I, R]]``, which represents ``R + iI``.
+  ``[[R, −I], [I, R]]``, which represents ``R + iI``. The inverse and the orthonormalizing
+  :func:`refine` step carry hand-written gradients (no second factorization, no backward pass
+  through the step).
 * :func:`kernel_spectrum`: a conv kernel's DFT on an image-sized grid, by constant cosine/sine
   matrices (real matrix products), in ``rfft2d``'s frequency order; :func:`fourier_conv` applies
-  per-frequency matrices to a batch by ``rfft2d``/``irfft2d``: a circular convolution.
-* :func:`taylor_tail`: the truncation error of a ``K``-term exponential series, which ``soc``'s
-  certified bound adds to 1.
+  per-frequency matrices to a batch by ``rfft2d``/``irfft2d``: a circular convolution. Complex
+  matrices travel as (real, imaginary) pairs (:mod:`lipgan.complex_pairs`): TF's complex64
+  CPU kernels are its slow path.
+* :func:`taylor_tail`: the truncation error of a ``K``-term exponential series (how far ``soc``'s
+  layer is from ``exp(L)``); :func:`series_gain`: the bound on the truncated series' norm that
+  ``soc`` certifies.
 * :class:`OrthogonalConstruction`: the constraint base of both (wrapping, ResNet merges, bound).
 """
 
@@ -28,6 +33,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from lipgan import complex_pairs as pairs
 from lipgan.errors import ConfigError
 from lipgan.lipschitz import activation_fn_lipschitz, lipschitz_upper_bound
 from lipgan.reparametrized import KernelConstruction, chain_lipschitz_bound
@@ -39,22 +45,22 @@ def pair(value) -> tuple[int, int]:
     return (value[0], value[0]) if len(value) == 1 else value
 
 
-def _adjoint(m):
-    return tf.linalg.adjoint(m) if m.dtype.is_complex else tf.linalg.matrix_transpose(m)
-
-
+@tf.custom_gradient
 def _inverse(m):
-    """``m⁻¹`` for a batch of square real or complex matrices, by real solves only (XLA)."""
+    """``m⁻¹`` for a batch of real square matrices by one LU solve; the gradient ``−X⁻ᵀ·G·X⁻ᵀ``
+    from the inverse ``X`` (two products, where the solve's gradient factorizes ``m`` again)."""
     n = m.shape[-1]
-    batch = tf.shape(m)[:-2]
-    if not m.dtype.is_complex:
-        eye = tf.broadcast_to(tf.eye(n, dtype=m.dtype), tf.concat([batch, [n, n]], 0))
-        return tf.linalg.solve(m, eye)
-    re, im = tf.math.real(m), tf.math.imag(m)
-    big = tf.concat([tf.concat([re, -im], -1), tf.concat([im, re], -1)], -2)  # [.., 2n, 2n]
-    rhs = tf.concat([tf.eye(n, dtype=re.dtype), tf.zeros((n, n), re.dtype)], 0)  # [2n, n]
-    x = tf.linalg.solve(big, tf.broadcast_to(rhs, tf.concat([batch, [2 * n, n]], 0)))
-    return tf.complex(x[..., :n, :], x[..., n:, :])
+    eye = tf.broadcast_to(tf.eye(n, dtype=m.dtype), tf.concat([tf.shape(m)[:-2], [n, n]], 0))
+    x = tf.linalg.solve(m, eye)
+
+    def grad(g):
+        return -tf.matmul(x, tf.matmul(g, x, transpose_b=True), transpose_a=True)
+
+    return x, grad
+
+
+def _as_pair(m):
+    return tf.math.real(m), tf.math.imag(m)
 
 
 def cayley(w):
@@ -65,29 +71,46 @@ def cayley(w):
     ``V = w[n:]`` and the skew-Hermitian ``A = U − Uᴴ + VᴴV``, ``Q = [(I + A)⁻¹(I − A); −2V(I + A)⁻¹]``
     is the first ``n`` columns of the Cayley transform of the ``m×m`` skew-Hermitian matrix
     ``[[U − Uᴴ, −Vᴴ], [V, 0]]``, at the price of one ``n×n`` inverse. ``I + A`` is invertible
-    (``A``'s Hermitian part ``VᴴV`` is PSD), so every ``w`` gives an orthogonal ``Q``.
+    (``A``'s Hermitian part ``VᴴV`` is PSD), so every ``w`` gives an orthogonal ``Q``. Complex
+    ``w`` is computed in real arithmetic (:mod:`lipgan.complex_pairs`).
     """
+    if w.dtype.is_complex:
+        return tf.complex(*pairs.cayley(_as_pair(w)))
     m, n = w.shape[-2:]
     if n > m:
-        return _adjoint(cayley(_adjoint(w)))
+        return tf.linalg.matrix_transpose(cayley(tf.linalg.matrix_transpose(w)))
     u, v = w[..., :n, :], w[..., n:, :]
-    a = u - _adjoint(u) + tf.matmul(v, v, adjoint_a=True)
+    a = u - tf.linalg.matrix_transpose(u) + tf.matmul(v, v, transpose_a=True)
     eye = tf.eye(n, dtype=w.dtype)
     inv = _inverse(eye + a)
     # (I + A)⁻¹(I − A) = 2(I + A)⁻¹ − I: no product for the square block.
     return tf.concat([2.0 * inv - eye, -2.0 * tf.matmul(v, inv)], axis=-2)
 
 
+@tf.custom_gradient
+def _refine_real(q):
+    m, n = q.shape[-2:]
+    if m >= n:
+        out = 1.5 * q - 0.5 * tf.matmul(q, tf.matmul(q, q, transpose_a=True))
+    else:
+        out = 1.5 * q - 0.5 * tf.matmul(tf.matmul(q, q, transpose_b=True), q)
+    return out, lambda g: g
+
+
 def refine(q):
     """One order-1 Björck step ``Q(3I − QᴴQ)/2`` (on the smaller Gram side): float32 Cayley
     transforms of ill-conditioned ``I + A`` (large raw weights) are off orthonormal by up to
     ~1e-3; the step maps every singular value σ ≤ √3 to ``σ(3 − σ²)/2 ≤ 1`` and squares the error.
-    At an orthonormal ``Q`` its derivative is the identity on the Cayley transform's tangent
-    directions (``QᴴdQ`` skew), so gradients are unchanged."""
-    m, n = q.shape[-2:]
-    if m >= n:
-        return 1.5 * q - 0.5 * tf.matmul(q, tf.matmul(q, q, adjoint_a=True))
-    return 1.5 * q - 0.5 * tf.matmul(tf.matmul(q, q, adjoint_b=True), q)
+
+    Its gradient is passed through unchanged: at an orthonormal ``Q`` the step's derivative
+    ``dQ − Q(QᴴdQ + dQᴴQ)/2`` is the identity on the Stiefel manifold's tangent directions
+    (``QᴴdQ`` skew), and the Cayley transform's output lies on that manifold, so the chain's
+    gradient is the Cayley transform's own (up to ``Q``'s float32 error). Differentiating the
+    step instead costs four more products of its size.
+    """
+    if q.dtype.is_complex:
+        return tf.complex(*pairs.refine(*_as_pair(q)))
+    return _refine_real(q)
 
 
 @functools.cache
@@ -101,19 +124,83 @@ def _dft(taps: tuple[int, int], grid: tuple[int, int]) -> tuple[np.ndarray, np.n
     return np.cos(theta), -np.sin(theta)
 
 
-def kernel_spectrum(kernel, grid: tuple[int, int]):
-    """The DFT ``[h, w//2+1, c_out, c_in]`` (complex) of ``kernel`` [ty, tx, c_in, c_out] placed
-    on the circular ``grid`` (taps beyond the grid wrap around), as ``rfft2d`` orders it."""
+def kernel_spectrum_pair(kernel, grid: tuple[int, int]):
+    """The DFT ``[h, w//2+1, c_out, c_in]`` of ``kernel`` [ty, tx, c_in, c_out] placed on the
+    circular ``grid`` (taps beyond the grid wrap around), as ``rfft2d`` orders it: a (real,
+    imaginary) pair."""
     ty, tx, cin, cout = kernel.shape
     cos, sin = (tf.constant(m, kernel.dtype) for m in _dft((ty, tx), tuple(grid)))
     flat = tf.reshape(tf.transpose(kernel, (0, 1, 3, 2)), (ty * tx, cout * cin))
-    spectrum = tf.complex(tf.matmul(cos, flat), tf.matmul(sin, flat))
-    return tf.reshape(spectrum, (grid[0], grid[1] // 2 + 1, cout, cin))
+    shape = (grid[0], grid[1] // 2 + 1, cout, cin)
+    return tf.reshape(tf.matmul(cos, flat), shape), tf.reshape(tf.matmul(sin, flat), shape)
+
+
+def kernel_spectrum(kernel, grid: tuple[int, int]):
+    """:func:`kernel_spectrum_pair` as one complex tensor."""
+    return tf.complex(*kernel_spectrum_pair(kernel, grid))
+
+
+@functools.cache
+def _frequency_classes(grid: tuple[int, int]):
+    """For ``rfft2d``'s frequencies on ``grid`` (row-major): the self-conjugate ones (real
+    symbols), one of each other conjugate pair, and, per frequency, its row in the concatenation
+    of those two lists and the sign of its imaginary part (−1: the conjugate of a computed one)."""
+    h, w = grid
+    half = w // 2 + 1
+    real, rest, source = [], [], {}
+    for fy in range(h):
+        for fx in range(half):
+            partner = ((-fy) % h, (-fx) % w)
+            if partner == (fy, fx):
+                real.append(fy * half + fx)
+            elif partner[1] < half and partner < (fy, fx):
+                source[fy * half + fx] = partner[0] * half + partner[1]
+            else:
+                rest.append(fy * half + fx)
+    row = {f: i for i, f in enumerate(real + rest)}
+    rows = [row[source.get(f, f)] for f in range(h * half)]
+    signs = [-1.0 if f in source else 1.0 for f in range(h * half)]
+    return real, rest, rows, np.asarray(signs, np.float32)
+
+
+def frequency_cayley(kernel, grid: tuple[int, int]):
+    """``refine(cayley(K̂(ω)))`` for every ``rfft2d`` frequency of ``kernel`` on ``grid``, as a
+    (real, imaginary) pair [h, w//2+1, c_out, c_in].
+
+    A real kernel's symbol is conjugate-symmetric, ``K̂(−ω) = conj(K̂(ω))``, and so is every map
+    built from it by real arithmetic (``cayley(conj W) = conj cayley(W)``). ``rfft2d``'s half
+    grid still holds both members of the pairs in its first and (even widths) last columns and the
+    self-conjugate frequencies, whose symbols are real: those take real transforms (a quarter of
+    the complex ones' arithmetic), the duplicates none. The DCGAN critic's 4x4 grid computes 4
+    real and 6 complex transforms instead of 12 complex ones, its 8x8 grid 4 and 30 instead of 40.
+    """
+    real, rest, rows, signs = _frequency_classes(tuple(grid))
+    re, im = kernel_spectrum_pair(kernel, grid)
+    shape = re.shape
+    re, im = (tf.reshape(t, (-1, *shape[2:])) for t in (re, im))
+    parts_r, parts_i = [], []
+    if real:
+        q = _refine_real(cayley(tf.gather(re, real)))
+        parts_r.append(q)
+        parts_i.append(tf.zeros_like(q))
+    if rest:
+        qr, qi = pairs.refine(*pairs.cayley((tf.gather(re, rest), tf.gather(im, rest))))
+        parts_r.append(qr)
+        parts_i.append(qi)
+    qr = tf.gather(tf.concat(parts_r, 0), rows)
+    qi = tf.gather(tf.concat(parts_i, 0), rows) * signs[:, None, None]
+    out = (*shape[:2], *qr.shape[1:])
+    return tf.reshape(qr, out), tf.reshape(qi, out)
 
 
 def fourier_conv(x, matrices):
     """``irfft2d(Q(ω)·rfft2d(x)(ω))``: the circular convolution of ``x`` [b, h, w, c_in] whose
-    symbol is ``matrices`` [h, w//2+1, c_out, c_in] (complex), returned as [b, h, w, c_out]."""
+    symbol is ``matrices`` [h, w//2+1, c_out, c_in] (complex, or a (real, imaginary) pair),
+    returned as [b, h, w, c_out]. The per-frequency products stay one complex einsum: in real
+    arithmetic (one product of ``[Qᵣ; Qᵢ]`` with ``[x̂ᵣ, x̂ᵢ]``) the DCGAN critic's three convs took
+    1.0–2.3× its time, forward and backward (the transposes and slices of the activations)."""
+    if isinstance(matrices, (tuple, list)):
+        matrices = tf.complex(*matrices)
     h, w = x.shape[1], x.shape[2]
     spectrum = tf.signal.rfft2d(tf.transpose(x, (0, 3, 1, 2)))  # [b, c_in, h, w//2+1]
     out = tf.einsum("yfoi,biyf->boyf", matrices, spectrum)
@@ -138,6 +225,42 @@ def taylor_tail(norm: float, terms: int) -> float:
         term *= norm / k
     ratio = norm / (k + 1)
     return total + (term / (1 - ratio) if ratio < 1 else math.inf)
+
+
+@functools.cache
+def _gain_polynomial(terms: int) -> np.ndarray:
+    """Coefficients (ascending powers of θ) of ``|T_K(iθ)|² − 1``, computed exactly."""
+    from fractions import Fraction
+
+    series = [Fraction(1, math.factorial(k)) for k in range(terms + 1)]
+    real = [(-1) ** (k // 2) * c if k % 2 == 0 else 0 for k, c in enumerate(series)]
+    imag = [(-1) ** (k // 2) * c if k % 2 == 1 else 0 for k, c in enumerate(series)]
+    square = [Fraction(0)] * (2 * terms + 1)
+    for i in range(terms + 1):
+        for j in range(terms + 1):
+            square[i + j] += real[i] * real[j] + imag[i] * imag[j]
+    square[0] -= 1  # exactly 0: T_K(0) = 1
+    return np.asarray([float(c) for c in square])
+
+
+def series_gain(norm: float, terms: int, points: int = 4096) -> float:
+    """``max_{|θ| ≤ norm} |T_K(iθ)|``: the exact norm of ``T_K(L)`` for a skew-symmetric ``L``
+    with ``‖L‖ ≤ norm`` is at most this, because ``L`` is normal (so is ``T_K(L)``, whose norm is
+    the largest ``|T_K(λ)|`` over ``L``'s eigenvalues ``λ = iθ``, ``|θ| ≤ ‖L‖``).
+
+    Rigorous: ``|T_K(iθ)|² − 1`` (exact rational coefficients) is maximized over a grid of
+    ``points`` steps on ``[0, norm]`` (it is even in θ) plus the most a C² function can rise
+    above its chords there (``step²/8`` times a bound on its curvature) and a float64 margin. It is ≤ ``1 + τ_K(norm)`` and far tighter: even ``K``
+    make ``T_K(iθ)`` a contraction for small θ (``|T_4(iθ)|² = 1 − θ⁶/72 + θ⁸/576 ≤ 1`` for
+    ``θ² ≤ 8``), so the truncation's error need not be added to 1 at all."""
+    coeffs = _gain_polynomial(int(terms))
+    theta = np.linspace(0.0, norm, points + 1)
+    excess = np.polynomial.polynomial.polyval(theta, coeffs).max()
+    # Between two grid points a C² function exceeds its chord by at most step²/8·max|f''|.
+    j = np.arange(len(coeffs), dtype=np.float64)
+    curvature = float(np.sum(np.abs(coeffs[2:]) * j[2:] * (j[2:] - 1) * norm ** (j[2:] - 2)))
+    excess += curvature * (norm / points) ** 2 / 8 + 1e-15 * float(np.sum(np.abs(coeffs) * norm**j))
+    return math.sqrt(1.0 + max(excess, 0.0))
 
 
 def skew_dense(raw):

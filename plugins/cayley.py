@@ -44,7 +44,7 @@ from lipgan.orthogonal import (
     cayley,
     downsample,
     fourier_conv,
-    kernel_spectrum,
+    frequency_cayley,
     layer_bound,
     pair,
     polyphase_shape,
@@ -96,20 +96,25 @@ class CayleyConv2D(KernelReparametrization):
         )
         self.built = True
 
+    def frequency_pair(self):
+        """``Q(ω)`` [h, w//2+1, c_out, s²·c_in] on the polyphase grid as a (real, imaginary) pair
+        of float32 tensors (:mod:`lipgan.complex_pairs`: TF's complex64 CPU kernels are slow)."""
+        kernel = ops.cast(self.kernel, "float32")
+        return frequency_cayley(kernel, self.grid_shape[:2])
+
     def frequency_matrices(self):
         """``Q(ω)`` [h, w//2+1, c_out, s²·c_in] (complex64) on the polyphase grid."""
-        kernel = ops.cast(self.kernel, "float32")
-        return refine(cayley(kernel_spectrum(kernel, self.grid_shape[:2])))
+        return tf.complex(*self.frequency_pair())
 
     def effective_kernel(self):
         """The per-frequency matrices (there is no finite spatial kernel)."""
         return self.frequency_matrices()
 
     def call(self, inputs):
-        matrices = self.frequency_matrices()
+        matrices = self.frequency_pair()
         x = downsample(inputs, self.stride)
         if x.dtype == tf.float64:  # the exact-arithmetic check of the tests
-            matrices = tf.cast(matrices, tf.complex128)
+            matrices = tuple(tf.cast(m, tf.float64) for m in matrices)
         else:
             x = tf.cast(x, tf.float32)  # rfft2d has no bfloat16 kernel
         out = ops.cast(fourier_conv(x, matrices), inputs.dtype)

@@ -8,19 +8,35 @@ with an odd kernel and 'same' zero padding it is the convolution with ``S = M �
 ``cayley``, SOC is orthogonal for the critic's zero padding, with no circular wrap. ``exp(L)x`` is
 the Taylor series ``Σ_{k≤K} Lᵏx/k!`` truncated after ``K = terms`` convolutions.
 
-**The truncation error, certified.** ``‖T_K(L)‖ ≤ ‖exp(L)‖ + ‖Σ_{k>K} Lᵏ/k!‖ ≤ 1 + τ_K(‖L‖)``,
-``τ_K(ℓ) = Σ_{k>K} ℓᵏ/k! ≤ ℓᴷ⁺¹/(K+1)!·e^ℓ`` (:func:`lipgan.orthogonal.taylor_tail`). For this
-to be small, every call rescales ``S`` to ``‖L‖ ≤ norm`` by a rigorous, stateless bound (Hölder:
-``‖L‖₂ ≤ sqrt(‖L‖₁‖L‖∞)``, the largest absolute kernel row/column sum), so ``τ_K(norm)`` bounds
-the error whatever training does; the constructor refuses ``terms``/``norm`` with
-``τ_K(norm) > 1e-5`` (``lipgan audit``'s threshold for certified). The reference instead divides
-by the "fantastic four" bound estimated by a stored power iteration (``correction = 0.7``, 5
-terms in training, 12 in evaluation): state that must be kept in sync, and a 5-term series at
-``‖L‖ = 0.7`` is off by up to 1.8e-4. Here training and evaluation use the same ``terms``
-(default 6 at ``norm = 0.5``: τ ≤ 1.7e-6). :meth:`SOCConv2D.operator_norm_bound` certifies
-``1 + τ_K(ℓ)`` with ``ℓ`` the Hölder bound of the effective ``L`` recomputed in float64
-(``≤ norm``). Hölder's bound is loose for dense random kernels (by about sqrt(channels)/2), so the
-reachable rotations are nearer the identity than the reference's: the price of needing no state.
+**The truncation, certified.** ``L`` is skew-symmetric, hence normal, and so is ``T_K(L)``: its
+norm is the largest ``|T_K(iθ)|`` over ``L``'s eigenvalues ``iθ``, ``|θ| ≤ ‖L‖``. So
+``‖T_K(L)‖ ≤ g_K(ℓ) = max_{|θ|≤ℓ} |T_K(iθ)|`` for any ``ℓ ≥ ‖L‖``
+(:func:`lipgan.orthogonal.series_gain`, rigorous), which is at most ``1 + τ_K(ℓ)``
+(``τ_K(ℓ) = Σ_{k>K} ℓᵏ/k!``, :func:`lipgan.orthogonal.taylor_tail`, the series' distance from
+``exp(L)``) and far below it for even ``K``: ``|T_4(iθ)|² = 1 − θ⁶/72 + θ⁸/576 ≤ 1`` for
+``θ² ≤ 8``, so a 4-term SOC layer is certified at 1 (up to the bound's 1e-7 grid margin) while it
+is within ``τ_4(0.5) = 2.8e-4`` of the orthogonal ``exp(L)`` (singular values in
+[0.99989, 1]). Every call rescales ``S`` to ``‖L‖ ≤ norm`` by a rigorous, stateless bound
+(Hölder: ``‖L‖₂ ≤ sqrt(‖L‖₁‖L‖∞)``, the largest absolute kernel row/column sum), so the
+certificate holds whatever training does; the constructor refuses ``terms``/``norm`` whose
+``g_K(norm) > 1 + 1e-5`` (``lipgan audit``'s threshold for certified) or whose series is more
+than ``τ_K(norm) > 1e-3`` from ``exp(L)`` (no longer a near-isometry: ``T_3`` at 0.5 shrinks
+some directions by 0.24 %). The reference instead divides by the "fantastic four" bound estimated
+by a stored power iteration (``correction = 0.7``; 5 terms in training, 12 in evaluation): state
+that must be kept in sync, and a 5-term series at ``‖L‖ = 0.7`` has gain up to 1 + 1.3e-4 (odd
+``K`` expand). Here training and evaluation use the same ``terms`` (default 4 at ``norm = 0.5``,
+the fewest the two checks allow there: two thirds of the former default 6's convolutions).
+:meth:`SOCConv2D.operator_norm_bound` certifies ``g_K(ℓ)`` with ``ℓ`` the Hölder bound of the
+effective ``L`` recomputed in float64 (``≤ norm``). Hölder's bound is loose for dense random
+kernels (by about sqrt(channels)/2), so the reachable rotations are nearer the identity than the
+reference's: the price of needing no state.
+
+**Cost.** ``K`` convolutions per layer and call, the reference's count (a Horner form needs as
+many: a degree-``K`` polynomial of ``L`` applied to ``x`` takes ``K`` applications of ``L``). The
+first acts on the input's own channels only (not the zero padding) and the last computes only
+the ``c_out`` kept channels. On two CPU cores the DCGAN critic's step is still ~9× a plain one:
+at ``max(4·c_in, c_out)`` channels each 3x3 term costs ~2.6× the plain critic's FLOPs, so no
+``K ≥ 1`` reaches 2.5× (benchmarks/RESULTS.md, "certified layers").
 
 **Strides and widths** as the reference: a stride ``s`` is invertible downsampling (the ``s²``
 polyphase components as channels), ``c = max(s²·c_in, c_out)``; fewer input channels are padded
@@ -53,6 +69,7 @@ from lipgan.orthogonal import (
     layer_bound,
     pair,
     polyphase_shape,
+    series_gain,
     skew_dense,
     skew_kernel,
     taylor_tail,
@@ -60,9 +77,11 @@ from lipgan.orthogonal import (
 from lipgan.reparametrized import KernelReparametrization, fresh_copy
 from lipgan.search_space import ADAM
 
-#: The largest truncation error ``τ_K(norm)`` the constructor accepts: ``lipgan audit`` calls a critic
-#: certified 1-Lipschitz when its bound is ≤ 1 + 1e-5.
-MAX_TRUNCATION = 1e-5
+#: The largest certified gain ``g_K(norm)`` above 1 the constructor accepts: ``lipgan audit`` calls a
+#: critic certified 1-Lipschitz when its bound is ≤ 1 + 1e-5.
+MAX_EXCESS = 1e-5
+#: The largest distance ``τ_K(norm)`` of the series from ``exp(L)`` it accepts (a near-isometry).
+MAX_SERIES_ERROR = 1e-3
 
 
 def _normalized(skew, norm: float):
@@ -75,7 +94,7 @@ def _raw_initializer(channels: int):
 
 
 class _SOCLayer(KernelReparametrization):
-    def __init__(self, layer, terms: int = 6, norm: float = 0.5, **kwargs):
+    def __init__(self, layer, terms: int = 4, norm: float = 0.5, **kwargs):
         super().__init__(layer, **kwargs)
         self.terms, self.norm = int(terms), float(norm)
 
@@ -157,19 +176,27 @@ class SOCConv2D(_SOCLayer):
         extra = kernel.shape[-1] - self.channels_in
         if extra > 0:
             x = tf.pad(x, [[0, 0], [0, 0], [0, 0], [0, extra]])
-        z = exp_series(lambda v: tf.nn.conv2d(v, kernel, 1, "SAME"), x, self.terms)
-        return self._finish(z[..., : self.channels_out])
+        out = x
+        term = x[..., : self.channels_in]  # the first product skips the zero channels
+        for k in range(1, self.terms + 1):
+            weights = kernel[:, :, : term.shape[-1], :]
+            if k == self.terms:  # the last computes only the kept channels
+                weights, out = weights[..., : self.channels_out], out[..., : self.channels_out]
+            term = tf.nn.conv2d(term, weights, 1, "SAME") / float(k)
+            out = out + term
+        return self._finish(out)
 
     def operator_norm_bound(self) -> float:
-        """``1 + τ_K(ℓ)``, ``ℓ`` the Hölder bound on ``‖L‖`` of the effective kernel in float64.
+        """``g_K(ℓ)`` (:func:`lipgan.orthogonal.series_gain`), ``ℓ`` the Hölder bound on ``‖L‖``
+        of the effective kernel in float64.
 
-        ``ℓ ≤ norm`` up to rounding, so the bound is at most ``1 + τ_K(norm)`` (1 + 1.7e-6 at the
-        defaults). The DFT bound (:func:`lipgan.lipschitz.conv_operator_norm_bound`) is far
+        ``ℓ ≤ norm`` up to rounding, so the bound is at most ``g_K(norm)`` (1 + 8e-8 at the
+        defaults). The DFT bound on ``‖L‖`` (:func:`lipgan.lipschitz.conv_operator_norm_bound`) is
         tighter (docs/plugins.md) but takes a hundred SVDs of ``c×c`` complex matrices per layer,
-        minutes for the DCGAN critic's 512-channel conv on two cores, for a gain below 2e-6.
+        minutes for the DCGAN critic's 512-channel conv on two cores, for nothing at ``g_K = 1``.
         """
         kernel = tf.constant(np.asarray(self.effective_kernel(), np.float64))
-        return 1.0 + taylor_tail(float(holder_bound(kernel)), self.terms)
+        return series_gain(float(holder_bound(kernel)), self.terms)
 
 
 class SOC(OrthogonalConstruction):
@@ -180,7 +207,8 @@ class SOC(OrthogonalConstruction):
         norm: the bound the skew operator is scaled to (``‖L‖ ≤ norm``).
 
     Raises:
-        ConfigError: ``terms < 1``, ``norm <= 0`` or a truncation error ``τ_K(norm) > 1e-5``.
+        ConfigError: ``terms < 1``, ``norm <= 0``, a certified gain ``g_K(norm) > 1 + 1e-5`` or a
+            series farther than ``τ_K(norm) > 1e-3`` from ``exp(L)``.
     """
 
     name = "soc"
@@ -191,14 +219,20 @@ class SOC(OrthogonalConstruction):
         "truncated Taylor series, its truncation error in the certified bound; Dense too."
     )
 
-    def __init__(self, terms: int = 6, norm: float = 0.5):
+    def __init__(self, terms: int = 4, norm: float = 0.5):
         if int(terms) < 1 or not float(norm) > 0:
             raise ConfigError(f"soc.terms must be >= 1 and soc.norm > 0, got {terms} and {norm}")
-        error = taylor_tail(float(norm), int(terms))
-        if error > MAX_TRUNCATION:
+        excess = series_gain(float(norm), int(terms)) - 1.0
+        if excess > MAX_EXCESS:
             raise ConfigError(
-                f"soc with terms={terms} and norm={norm} truncates exp(L) with an error up to "
-                f"{error:.1e} > {MAX_TRUNCATION:g}: raise soc.terms or lower soc.norm"
+                f"soc with terms={terms} and norm={norm} has a truncated exp(L) of gain up to "
+                f"1 + {excess:.1e} > 1 + {MAX_EXCESS:g}: raise soc.terms or lower soc.norm"
+            )
+        error = taylor_tail(float(norm), int(terms))
+        if error > MAX_SERIES_ERROR:
+            raise ConfigError(
+                f"soc with terms={terms} and norm={norm} is up to {error:.1e} > "
+                f"{MAX_SERIES_ERROR:g} from the orthogonal exp(L): raise soc.terms or lower soc.norm"
             )
         self.terms, self.norm = int(terms), float(norm)
 

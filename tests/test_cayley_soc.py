@@ -1,5 +1,7 @@
 """``cayley`` and ``soc`` orthogonal layers: certified bounds against exact operator norms."""
 
+import math
+
 import keras
 import numpy as np
 import pytest
@@ -7,7 +9,14 @@ import tensorflow as tf
 
 from lipgan.errors import ConfigError
 from lipgan.models import dcgan_critic, mlp_critic
-from lipgan.orthogonal import cayley, taylor_tail
+from lipgan.orthogonal import (
+    cayley,
+    frequency_cayley,
+    kernel_spectrum,
+    refine,
+    series_gain,
+    taylor_tail,
+)
 from lipgan.testing import ConstraintConformance
 from lipgan_plugins.cayley import Cayley, CayleyConv2D, CayleyDense
 from lipgan_plugins.soc import SOC, SOCConv2D, SOCDense
@@ -23,11 +32,13 @@ def explicit_operator(layer, shape) -> np.ndarray:
     return np.asarray(layer.call(basis)).reshape(n, -1).T
 
 
-# (constraint class, constructor kwargs): soc's third setting runs a far larger ‖L‖ (12 terms).
+# (constraint class, constructor kwargs): soc's defaults (4 terms at 0.5, a contraction), an odd
+# count (whose series expands), the former default 6 and a far larger ‖L‖ (12 terms).
 SETTINGS = [
     (Cayley, {}),
     (SOC, {}),
-    (SOC, {"terms": 4, "norm": 0.2}),
+    (SOC, {"terms": 5, "norm": 0.3}),
+    (SOC, {"terms": 6, "norm": 0.5}),
     (SOC, {"terms": 12, "norm": 2.0}),
 ]
 WRAPPERS = {Cayley: (CayleyDense, CayleyConv2D), SOC: (SOCDense, SOCConv2D)}
@@ -39,8 +50,8 @@ def random_layer(case: int):
     rng = np.random.default_rng(case)
     cls, kwargs = SETTINGS[case % len(SETTINGS)]
     dense_cls, conv_cls = WRAPPERS[cls]
-    extra = {} if cls is Cayley else {"terms": 6, "norm": 0.5, **kwargs}
-    if case % 2:
+    extra = kwargs
+    if (case // len(SETTINGS)) % 2:  # every setting gets dense and conv cases
         n_in, n_out = (int(v) for v in rng.integers(1, 13, 2))
         layer = dense_cls(keras.layers.Dense(n_out, use_bias=False), **extra)
         shape = (n_in,)
@@ -118,8 +129,6 @@ def test_soc_conv_is_skew_symmetric_exactly_and_its_bound_counts_the_truncation(
 
 
 def test_taylor_tail_matches_the_series_and_the_lagrange_bound():
-    import math
-
     for ell, k in [(0.7, 6), (0.3, 4), (2.0, 12), (1.0, 1)]:
         direct = math.exp(ell) - sum(ell**j / math.factorial(j) for j in range(k + 1))
         assert taylor_tail(ell, k) == pytest.approx(direct, rel=1e-6)
@@ -127,9 +136,81 @@ def test_taylor_tail_matches_the_series_and_the_lagrange_bound():
     assert taylor_tail(0.0, 3) == 0.0
 
 
+@pytest.mark.parametrize("terms", [1, 2, 3, 4, 5, 6, 8])
+def test_series_gain_bounds_the_exact_norm_of_the_truncated_exponential(terms):
+    """``‖T_K(L)‖`` (SVD) of random skew matrices ≤ ``g_K(‖L‖)`` ≤ ``1 + τ_K(‖L‖)``, tight."""
+    rng = np.random.default_rng(terms)
+    for ell in (0.05, 0.3, 0.5, 1.0, 2.0):
+        raw = rng.standard_normal((12, 12))
+        skew = raw - raw.T
+        skew *= ell / np.linalg.norm(skew, 2)
+        series = sum(np.linalg.matrix_power(skew, k) / math.factorial(k) for k in range(terms + 1))
+        exact = np.linalg.svd(series, compute_uv=False).max()
+        gain = series_gain(ell, terms)
+        assert exact <= gain * (1 + 1e-12)  # float64 SVD rounding aside
+        assert gain <= 1 + taylor_tail(ell, terms) + 1e-12
+        theta = np.linspace(0, ell, 100_001)
+        dense = np.abs(sum((1j * theta) ** k / math.factorial(k) for k in range(terms + 1)))
+        assert gain - dense.max() <= 1e-6  # the grid margin is small
+    # Even counts contract near 0: the defaults are certified at 1, odd ones expand.
+    assert series_gain(0.5, 4) - 1 < 1e-7 and series_gain(0.5, 5) - 1 > 1e-6
+
+
+def test_cayley_conv_gradients_are_the_exact_ones():
+    """The hand-written gradients (the inverse's, the refinement passed through) against autodiff
+    of the plain complex formula, in float64, on a conv symbol with real self-conjugate
+    frequencies, conjugate pairs and the rest (a 4x4 grid)."""
+    rng = np.random.default_rng(3)
+    kernel = tf.Variable(0.3 * rng.standard_normal((3, 3, 4, 6)))
+    weights = [tf.constant(rng.standard_normal((4, 3, 6, 4))) for _ in range(2)]
+
+    def reference(k):
+        w = kernel_spectrum(k, (4, 4))  # [4, 3, 6, 4]: orthonormal columns
+        u, v = w[..., :4, :], w[..., 4:, :]
+        a = u - tf.linalg.adjoint(u) + tf.matmul(v, v, adjoint_a=True)
+        inv = tf.linalg.inv(tf.eye(4, dtype=a.dtype) + a)
+        q = tf.concat([2.0 * inv - tf.eye(4, dtype=a.dtype), -2.0 * tf.matmul(v, inv)], -2)
+        q = 1.5 * q - 0.5 * tf.matmul(q, tf.matmul(q, q, adjoint_a=True))
+        return tf.math.real(q), tf.math.imag(q)
+
+    grads = []
+    for fn in (lambda k: frequency_cayley(k, (4, 4)), reference):
+        with tf.GradientTape() as tape:
+            qr, qi = fn(kernel)
+            loss = tf.reduce_sum(qr * weights[0]) + tf.reduce_sum(qi * weights[1])
+        grads.append((np.asarray(qr), np.asarray(qi), tape.gradient(loss, kernel).numpy()))
+    for mine, theirs in zip(*grads):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-9, atol=1e-10)
+    # The real path (Dense kernels), tall and wide.
+    for shape in [(6, 4), (3, 5)]:
+        w = tf.Variable(rng.standard_normal(shape))
+        target = tf.constant(rng.standard_normal(shape))
+
+        def plain(w):
+            tall = w.shape[0] >= w.shape[1]
+            t = w if tall else tf.transpose(w)
+            n = t.shape[1]
+            u, v = t[:n], t[n:]
+            inv = tf.linalg.inv(
+                tf.eye(n, dtype=t.dtype) + u - tf.transpose(u) + tf.transpose(v) @ v
+            )
+            q = tf.concat([2.0 * inv - tf.eye(n, dtype=t.dtype), -2.0 * v @ inv], 0)
+            q = 1.5 * q - 0.5 * q @ (tf.transpose(q) @ q)
+            return q if tall else tf.transpose(q)
+
+        real = []
+        for fn in (lambda w: refine(cayley(w)), plain):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(fn(w) * target)
+            real.append(tape.gradient(loss, w).numpy())
+        np.testing.assert_allclose(real[0], real[1], rtol=1e-9, atol=1e-10)
+
+
 def test_soc_refuses_a_truncation_it_cannot_certify_and_other_layers():
-    with pytest.raises(ConfigError, match="error up to 1.8e-04 > 1e-05: raise soc.terms"):
+    with pytest.raises(ConfigError, match=r"gain up to 1 \+ 1.3e-04 > 1 \+ 1e-05: raise soc.terms"):
         SOC(terms=5, norm=0.7)
+    with pytest.raises(ConfigError, match="up to 2.9e-03 > 0.001 from the orthogonal exp"):
+        SOC(terms=3, norm=0.5)  # certified (a contraction) but no longer a near-isometry
     with pytest.raises(ConfigError, match="soc.terms must be >= 1"):
         SOC(terms=0)
     for constraint in (SOC(), Cayley()):

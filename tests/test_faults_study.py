@@ -304,3 +304,54 @@ def test_a_run_dir_that_cannot_be_written_is_no_failed_seed(tmp_path):
                        r"write its run dir .* \(Not a directory\)\)"):  # fmt: skip
         execute([TINY_CELL], tmp_path, executor=LocalExecutor(1), threads=1)
     assert not list(tmp_path.rglob("result.json"))
+
+
+def _scripted_processes(monkeypatch, outcomes):
+    """CellProcesses.run writing each next scripted result.json, as a cell process would."""
+    calls = []
+
+    def run(self, args, env):
+        run_dir = Path(args[1])
+        outcome = outcomes[len(calls)]
+        calls.append(outcome)
+        result = {**outcome, "cell": json.loads(Path(args[0]).read_text())}
+        (run_dir / "result.json").write_text(json.dumps(result))
+        return subprocess.CompletedProcess(args, 0 if outcome["status"] == "ok" else 1, "", "")
+
+    monkeypatch.setattr(runner.CellProcesses, "run", run)
+    return calls
+
+
+def test_a_cell_that_crashes_once_is_run_again_before_its_failure_counts(tmp_path, monkeypatch):
+    """A TensorFlow crash is the machine's, not the config's: a halving search that recorded it
+    would drop that config for good (it once dropped the exhaustive search's choice)."""
+    crash = {"status": "failed", "error": "TypeError: boom", "unexpected": True}
+    calls = _scripted_processes(monkeypatch, [crash, {"status": "ok", "metrics": {}}])
+    result = runner.run_cell_process(tmp_path, TINY_CELL, 1)
+    assert len(calls) == 2
+    assert result["status"] == "ok" and result["first_try"] == "TypeError: boom"
+    run_dir = cell_dir(tmp_path, TINY_CELL)
+    assert json.loads((run_dir / "result.json").read_text())["first_try"] == "TypeError: boom"
+    assert json.loads((run_dir / "result.first-try.json").read_text())["error"] == "TypeError: boom"
+
+
+def test_a_failure_the_method_explains_is_recorded_at_once(tmp_path, monkeypatch):
+    diverged = {"status": "failed", "error": "NonFiniteLossError: the critic loss is nan"}
+    calls = _scripted_processes(monkeypatch, [diverged])
+    assert runner.run_cell_process(tmp_path, TINY_CELL, 1)["status"] == "failed"
+    assert len(calls) == 1
+
+
+def test_a_cell_that_crashes_twice_is_recorded_failed_with_both_errors(tmp_path, monkeypatch):
+    crash = {"status": "failed", "error": "TypeError: boom", "unexpected": True}
+    calls = _scripted_processes(monkeypatch, [crash, crash])
+    result = runner.run_cell_process(tmp_path, TINY_CELL, 1)
+    assert len(calls) == 2 and result["status"] == "failed" and result["first_try"]
+
+
+def test_an_error_raised_while_tracing_is_named_by_its_cause():
+    from lipgan.errors import first_line
+
+    traced = TypeError("in user code:\n\n    File \"x.py\", line 3, in step\n\n    TypeError: bad")
+    assert first_line(traced) == "TypeError: bad"
+    assert first_line(ValueError("plain\nmore")) == "plain"

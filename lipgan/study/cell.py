@@ -27,11 +27,12 @@ import os
 import signal
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
 
-from lipgan.errors import Interrupted, RunDirError, first_line
+from lipgan.errors import Interrupted, LipganError, RunDirError, first_line
 from lipgan.interrupt import ORPHAN_ENV, stop_when_orphaned
 from lipgan.progress import Progress
 from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES
@@ -294,9 +295,13 @@ def main(argv: list[str], run_cell) -> int:
         print(f"Error: {first_line(exc)}", file=sys.stderr)
         return RUN_DIR_REFUSED
     except BaseException as exc:  # any failure is the cell's result, never the study's
-        text = str(exc).strip().splitlines()
-        message = f"{type(exc).__name__}: {text[0] if text else ''}".strip()
+        message = f"{type(exc).__name__}: {first_line(exc)}"
+        # A LipganError (a refused setting, a non-finite loss) says what the method did; anything
+        # else (a TensorFlow crash, an OSError) may be the machine's, so the runner retries it once.
         result, code = {"status": "failed", "error": message}, 1
+        if not isinstance(exc, LipganError):
+            result["unexpected"] = True
+        traceback.print_exc(file=sys.stderr)  # cell.log keeps the whole story
         print(f"Error: {message}", file=sys.stderr)
     result["cell"] = cell
     tmp = run_dir / "result.json.tmp"

@@ -223,8 +223,26 @@ def run_cell_process(
     never started because the study is stopping): an unfinished cell, resumed by a re-run.
 
     A cell another driver finished since this one looked (two drivers on one ``--out``) is
-    not run again: its result is read back."""
+    not run again: its result is read back. A cell that failed in a way the method does not
+    explain (a TensorFlow crash, a dead process; not a refused setting or a non-finite loss) is
+    run once more from its checkpoint before its failure is recorded, since a study must not
+    drop a config for the machine's fault (a halving search would never see it again); the
+    first failure is kept in ``result.first-try.json`` and named in the result."""
     processes = processes or CellProcesses()
+    fresh = load_result(out, cell) is None
+    result = _run_cell_once(out, cell, threads, processes)
+    if fresh and result and result.get("status") == "failed" and result.get("unexpected"):
+        run_dir = cell_dir(out, cell)
+        os.replace(run_dir / "result.json", run_dir / "result.first-try.json")
+        retried = _run_cell_once(out, cell, threads, processes)
+        if retried is not None:
+            retried["first_try"] = result["error"]
+            (run_dir / "result.json").write_text(dumps(retried))
+        return retried
+    return result
+
+
+def _run_cell_once(out: Path, cell: Cell, threads: int, processes: CellProcesses) -> dict | None:
     run_dir = cell_dir(out, cell)
     if (result := load_result(out, cell)) is not None:
         return result
@@ -258,6 +276,7 @@ def run_cell_process(
         }
     if result is None:  # the process died before writing its result (segfault, exit...)
         result = {"status": "failed", "error": _error_line(proc), "cell": cell.as_dict()}
+        result["unexpected"] = True
         (run_dir / "result.json").write_text(dumps(result))
     return result
 
