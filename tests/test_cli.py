@@ -150,10 +150,20 @@ def test_bare_word_in_bind_says_how_to_write_a_value():
 
 def test_bare_word_in_gin_file_names_line_and_binding(tmp_path):
     bad = tmp_path / "bad.gin"
-    bad.write_text("train.steps = 3\ntrain.dataset = foo\n")
+    bad.write_text("train.steps = 3\ntrain.data = foo\n")
     result = invoke("run", "--gin", str(bad), "--run-dir", str(tmp_path / "r"))
-    assert_one_line_error(result, f"{bad}:2: train.dataset", "train.dataset = 'foo'")
+    assert_one_line_error(result, f"{bad}:2: train.data", "train.data = 'foo'")
     assert "ast." not in result.output and not (tmp_path / "r").exists()
+
+
+def test_the_old_name_train_dataset_is_refused_saying_to_write_train_data(tmp_path):
+    old = tmp_path / "old.gin"
+    old.write_text("train.steps = 3\ntrain.dataset = @dataset()\n")
+    result = invoke("run", "--gin", str(old), "--run-dir", str(tmp_path / "r"))
+    assert_one_line_error(
+        result, f"{old}:2: train.dataset is now train.data: write `train.data = ...`"
+    )
+    assert not (tmp_path / "r").exists()
 
 
 def test_tpu_config_without_tpu_says_so_and_suggests_strategy(tmp_path, monkeypatch):

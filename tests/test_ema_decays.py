@@ -180,20 +180,17 @@ def test_a_curve_point_records_every_decay_by_key():
     """:func:`lipgan.study.curve.by_decay`: the sampling decay's metrics copied, the others
     measured on their own copy; nothing for one decay."""
 
-    class Wgan:
-        generator_emas = {0.999: "first", 0.99: "second"}
-
+    emas = {0.999: "first", 0.99: "second"}  # {decay: the sampler measure() is given}
     measured = []
 
-    def measure(model):
-        measured.append(model)
+    def measure(sampler):
+        measured.append(sampler)
         return {"w1": 1.0}
 
-    got = curve.by_decay(Wgan(), measure, {"w1": 0.5})
+    got = curve.by_decay(emas, measure, {"w1": 0.5})
     assert got == {EMA_BY_DECAY: {"0.999": {"w1": 0.5}, "0.99": {"w1": 1.0}}}
     assert measured == ["second"]
-    Wgan.generator_emas = {0.999: "first"}
-    assert curve.by_decay(Wgan(), measure, {"w1": 0.5}) == {}
+    assert curve.by_decay({0.999: "first"}, measure, {"w1": 0.5}) == {}
 
 
 @pytest.mark.slow

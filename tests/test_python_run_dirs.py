@@ -1,5 +1,5 @@
 """Run dirs written from Python describe themselves (run.json's rebuild section,
-lipgan/run/description.py; read by lipgan/config/rebuild.py), so the CLI's eval/sample/audit/run
+lipgan/run/description.py; read by lipgan/run/rebuild.py), so the CLI's eval/sample/audit/run
 --resume work on them; Trainer.audit; the run's summary line; the ReLU hint
 for certified constraints; no XLA Assert noise from lipgan's compiled step."""
 
@@ -143,10 +143,10 @@ def test_resuming_a_python_run_from_the_cli_continues_it_exactly(tmp_path):
 
 
 def _restored_critic(run_dir):
-    from lipgan.config import rebuild
+    from lipgan.config import gin_binding as config
     from lipgan.core.plugins import load_registry
 
-    trainer, steps = rebuild.load(run_dir, load_registry().registry)
+    trainer, steps = config.rebuild_trainer(run_dir, load_registry().registry)
     assert trainer.restore(run_dir) == steps == 4
     return trainer.critic.get_weights()
 

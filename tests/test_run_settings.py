@@ -24,11 +24,11 @@ def _trainer_keywords() -> dict[str, inspect.Parameter]:
 
 
 def test_every_api_setting_is_a_train_binding_with_the_apis_default():
-    from lipgan.config.train_root import GIN_NAMES, train
+    from lipgan.config.train_root import train
 
     bound = inspect.signature(train).parameters
     for name, parameter in _trainer_keywords().items():
-        assert bound[GIN_NAMES.get(name, name)].default == parameter.default, name
+        assert bound[name].default == parameter.default, name  # train.data is the Trainer's data
     for cls in (lipgan.StepConfig, lipgan.Intervals):
         for field in dataclasses.fields(cls):
             assert bound[field.name].default == field.default, field.name
@@ -37,7 +37,7 @@ def test_every_api_setting_is_a_train_binding_with_the_apis_default():
         if name not in ("self", "steps"):
             assert bound[name].default == parameter.default, name
     # and nothing else: train has no setting of its own but the number of iterations
-    names = {GIN_NAMES.get(n, n) for n in _trainer_keywords()} | set(fit) - {"self"}
+    names = set(_trainer_keywords()) | set(fit) - {"self"}
     names |= {
         f.name for cls in (lipgan.StepConfig, lipgan.Intervals) for f in dataclasses.fields(cls)
     }
@@ -162,7 +162,7 @@ def test_a_record_lipgan_cannot_read_is_one_line(tmp_path, text, message):
 
 
 def test_the_one_comparison_ignores_how_long_and_how_often():
-    from lipgan.run.record import differences
+    from lipgan.run.spec import settings_differences as differences
 
     old = {"step_config": {"seed": 0}, "intervals": {"log_every": 1}, "constraint": {"weight": 1}}
     new = {"step_config": {"seed": 0}, "intervals": {"log_every": 5}, "constraint": {"weight": 2}}

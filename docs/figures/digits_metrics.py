@@ -14,9 +14,10 @@ import tensorflow as tf
 
 import gin
 from lipgan.config import gin_binding as config
-from lipgan.config import rebuild, train_root
+from lipgan.config import train_root
 from lipgan.core.plugins import load_registry
 from lipgan.metrics import images as m
+from lipgan.run import rebuild
 
 run_dir = Path(sys.argv[1])
 t = time.perf_counter()

@@ -14,9 +14,10 @@ import tensorflow as tf
 
 import gin
 from lipgan.config import gin_binding as config
-from lipgan.config import rebuild, train_root
+from lipgan.config import train_root
 from lipgan.core.plugins import load_registry
 from lipgan.plots.images import save_grid
+from lipgan.run import rebuild
 
 
 def main(run_dir: str, out: str, n: int = 100, scale: int = 3) -> None:

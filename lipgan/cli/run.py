@@ -2,7 +2,7 @@
 
 A gin run parses its files and bindings at this edge (:mod:`lipgan.config.gin_binding`) and trains
 through the gin root ``train``; a resumed run parses its recorded gin config again, or is rebuilt
-from its description when it was written from Python (:mod:`lipgan.config.rebuild`).
+from its description when it was written from Python (:mod:`lipgan.run.rebuild`).
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def resume(run_dir: Path, gin_files, bindings, strategy_name, force, quiet, disa
 
 def _resume(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled, mock_data):
     from lipgan.config import gin_binding as config
-    from lipgan.config import rebuild
+    from lipgan.run import rebuild
     from lipgan.run.progress import for_terminal
 
     run_record = rebuild.read(run_dir, "--resume")
@@ -158,7 +158,7 @@ def _resume(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled,
         strategy = registry.get("strategy", strategy_name)() if strategy_name else None
 
         def resume_python():
-            trainer, steps = rebuild.load(
+            trainer, steps = config.rebuild_trainer(
                 run_dir, registry, resume=True, bound=bindings, strategy=strategy
             )
             return trainer.fit(steps, run_dir=run_dir, force=force, progress=for_terminal(quiet))

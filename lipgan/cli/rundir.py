@@ -2,7 +2,7 @@
 :mod:`lipgan.cli.run`'s).
 
 Each rebuilds the run's :class:`lipgan.Trainer` from its one record, ``run.json``
-(:mod:`lipgan.config.rebuild`), whether ``lipgan run`` or a script made it, then restores its latest
+(:mod:`lipgan.run.rebuild`), whether ``lipgan run`` or a script made it, then restores its latest
 checkpoint. A dir that is not a run dir, holds no record, or was written by an older lipgan is
 one line. Evaluation and sampling run where the user is (the default strategy), not where the run
 trained (maybe a TPU).
@@ -23,14 +23,15 @@ from lipgan.core.errors import ConfigError
 def load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: bool = True):
     """The Trainer of ``run_dir`` (its own config, default strategy) with its latest checkpoint,
     and the step restored."""
-    from lipgan.config import rebuild
+    from lipgan.config import gin_binding as config
+    from lipgan.run import rebuild
 
     run_record = rebuild.read(run_dir)
     discovery = discover(disabled)
     if mock_data and rebuild.gin_config(run_record) is None:
         rebuild.check_mock_data(run_dir, run_record)
     trainer, _ = call(
-        rebuild.load,
+        config.rebuild_trainer,
         mock_data,
         run_dir=run_dir,
         registry=discovery.registry,
@@ -192,13 +193,12 @@ def sample(run_dir, num, out, seed, generator, disabled):
     written = []
     try:
         npz.parent.mkdir(parents=True, exist_ok=True)
-        model = trainer.generator_model(generator)
-        chunks = kept(evaluation.generate_chunks(trainer.wgan, num, seed, model))
+        chunks = kept(evaluation.generate_chunks(trainer.sampler(generator), num, seed))
         write_npz(npz, chunks, (num, *trainer.wgan.data_shape), step=step, seed=seed)
         written.append(npz)
         samples = np.concatenate(shown)
         real = real_points(trainer, len(samples), seed)
-        png = evaluation.render(trainer.wgan, samples, real, title=f"{run_dir.name} step {step}")
+        png = evaluation.render(trainer.critic, samples, real, title=f"{run_dir.name} step {step}")
         if png:
             write_bytes(png_path, png)
             written.append(png_path)
@@ -220,7 +220,7 @@ PLOT_POINTS = 10_000
 def real_points(trainer, n: int, seed: int):
     """``n`` real examples to draw beside a 2-D run's samples, from the run's data; None for
     images (a grid of samples only) and for a Python run whose data was not stored (its rebuilt
-    data is shape-only, marked ``no_examples`` by :mod:`lipgan.config.rebuild`)."""
+    data is shape-only, marked ``no_examples`` by :mod:`lipgan.run.rebuild`)."""
     from lipgan.metrics import evaluation
 
     if trainer.wgan.data_shape != (2,) or getattr(trainer.data_factory, "no_examples", False):

@@ -49,7 +49,7 @@ def run_cell(cell: dict, run_dir: Path) -> dict:
         from lipgan.study.own_metrics import cell_metrics
 
         path = cell_data_path(spec.dataset)
-        own = lambda trainer, generator: cell_metrics(trainer, path, generator)  # noqa: E731
+        own = lambda view, sampler: cell_metrics(view, path, sampler)  # noqa: E731
     # `lipgan run`'s call (same settings, run dir checks, checkpoints, resume, gin record).
     return study_cell.measure(
         lambda timing: config.train_configured(run_dir=run_dir, progress=timing),

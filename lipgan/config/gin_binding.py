@@ -122,7 +122,7 @@ class GinRecord(RecordPart):
         return {"config": self.text, "operative": gin.operative_config_str() if final else None}
 
     def on_train_end(self, state) -> None:
-        if self.trainer is None or self.trainer.chief:
+        if self.view is None or self.view.chief:
             RunDir(self.run_dir).write_operative_config(gin.operative_config_str())
 
 
@@ -146,7 +146,7 @@ def parse_text(text: str, bindings: list[str], registry: Registry) -> None:
     gin.clear_config()
     try:
         with _quiet_gin_logging():
-            gin.parse_config(text)
+            gin.parse_config(gin_messages.convert_recorded(text))
     except Exception as exc:  # noqa: BLE001 - a plugin the run used may be gone, or its module
         gin.clear_config()
         raise ConfigError(
@@ -154,6 +154,61 @@ def parse_text(text: str, bindings: list[str], registry: Registry) -> None:
             + " (install or enable what the run used)"
         ) from None
     _parse_bindings(bindings, registry)
+
+
+def binding_values(bindings, registry: Registry) -> list[tuple[str, str, object]]:
+    """``[(binding, 'train.steps', 20), ...]``: ``--bind`` strings read with gin's own grammar
+    (the one grammar of ``--bind``, for a run dir written from Python too), each value as gin
+    reads it; a binding gin cannot read is one line, as in :func:`parse`. Leaves gin as it was."""
+    import gin.config_parser
+
+    delegate = gin.config.ParserDelegate(skip_unknown=True)
+    out = []
+    for binding in bindings:
+        if "=" not in binding:
+            raise ConfigError(
+                f"--bind {binding!r} does not parse; expected 'configurable.param=value'"
+            )
+        word = _NOT_A_NUMBER.match(binding.split("=", 1)[1])
+        if word:
+            raise ConfigError(
+                f"--bind {binding!r}: {word.group(1)!r} is not a value gin reads, and numeric "
+                "parameters must be finite numbers anyway; give a number"
+            )
+        try:
+            for statement in gin.config_parser.ConfigParser(binding, delegate):
+                scope = f"{statement.scope}/" if statement.scope else ""
+                name = f"{scope}{statement.selector}.{statement.arg_name}"
+                out.append((binding, name, statement.value))
+        except (ValueError, SyntaxError, tokenize.TokenError, TypeError) as exc:
+            raise ConfigError(
+                _one_line(exc, f"--bind {binding!r}", registry, binding=True)
+            ) from None
+    return out
+
+
+def rebuild_trainer(run_dir, registry: Registry, *, bound=(), **options):
+    """(the :class:`lipgan.Trainer` that ``run_dir``'s record describes, the steps to train to),
+    built but not restored, on the default strategy (where the user is).
+
+    A run made by ``lipgan run``: its gin config parsed again with the ``--bind`` strings
+    ``bound`` after it (leaves gin configured). A run made in Python: its record's spec
+    (:meth:`lipgan.run.spec.RunSpec.from_json`, ``options`` are its own), the ``--bind`` strings read
+    with gin's grammar (:func:`binding_values`).
+    """
+    from lipgan.run import rebuild
+
+    run_record = rebuild.read(run_dir)
+    text = rebuild.gin_config(run_record)
+    if text is not None:
+        parse_text(text, [*bound, "train.strategy = @default()"], registry)
+        return build_trainer(), int(bound_steps())
+    from lipgan.run.spec import RunSpec
+    from lipgan.run.trainer import Trainer
+
+    values = binding_values(bound, registry)
+    spec, steps = RunSpec.from_json(run_record, run_dir, registry, bound=values, **options)
+    return Trainer.from_spec(spec), steps
 
 
 def bound_steps() -> int:

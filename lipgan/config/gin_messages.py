@@ -74,6 +74,19 @@ def _bad_value(exc: SyntaxError, token: str, binding: bool) -> str:
     )
 
 
+#: ``train`` parameters of older lipgan versions and their names now: refused in one line that
+#: names the new one (a run dir's recorded config is converted instead, :func:`convert_recorded`).
+RENAMED = {"dataset": "data"}
+_RENAMED_PARAMETER = re.compile(r"Configurable 'train' doesn't have a parameter named '(\w+)'")
+_RECORDED_RENAME = re.compile(r"^train\.(\w+)(?=\s*=)", re.MULTILINE)
+
+
+def convert_recorded(text: str) -> str:
+    """A run dir's recorded gin config (``gin.config_str()`` of an older lipgan) with the
+    :data:`RENAMED` ``train`` parameters under their names now, so an older run dir resumes."""
+    return _RECORDED_RENAME.sub(lambda m: f"train.{RENAMED.get(m.group(1), m.group(1))}", text)
+
+
 def one_line(
     exc: BaseException, where: str, registry, configurables, *, binding: bool = False
 ) -> str:
@@ -95,6 +108,10 @@ def one_line(
     elif isinstance(exc, tokenize.TokenError) and len(exc.args) > 1:
         where = where if binding else f"{where}:{exc.args[1][0]}"
         message = f"syntax error: {exc.args[0]}"
+    renamed = _RENAMED_PARAMETER.search(message)
+    if renamed and renamed.group(1) in RENAMED:
+        old, new = renamed.group(1), RENAMED[renamed.group(1)]
+        message = f"train.{old} is now train.{new}: write `train.{new} = ...`"
     unknown = re.search(r"No configurable matching (?:reference )?'@?([\w./]+?)(?:\(\))?'", message)
     if unknown:
         name = unknown.group(1).split("/")[-1]

@@ -1,8 +1,8 @@
 """``train``: the gin root of ``lipgan run``, generated from the Python API's own definitions.
 
 Every ``train.*`` binding is a parameter of the Python API, and its default is defined there
-once: the :class:`lipgan.Trainer` keywords (``train.constraint``, ``train.checkpoint_input``...),
-the fields of :class:`lipgan.StepConfig` (``train.n_critic``, ``train.seed``...) and of
+once: the fields of :class:`lipgan.run.spec.RunSpec`, the Trainer's keywords (``train.data``,
+``train.constraint``...), the fields of :class:`lipgan.StepConfig` (``train.n_critic``, ``train.seed``...) and of
 :class:`lipgan.Intervals` (``train.log_every``...), and :meth:`lipgan.Trainer.fit`'s keywords
 (``run_dir``, ``force``, ``callbacks``...). :data:`train`'s signature is built from them, so gin
 checks binding names and records defaults (the operative config in ``run.json``) from the same
@@ -20,28 +20,30 @@ import inspect
 from lipgan.core.errors import ConfigError
 from lipgan.core.step_config import Intervals, StepConfig
 from lipgan.core.train_state import TrainState
+from lipgan.run.spec import RunSpec
 from lipgan.run.trainer import Trainer
 
 #: The one setting of ``train`` that is none of the API's: how many iterations ``lipgan run``
 #: trains when a config does not say (``train.steps``; ``fit(steps)`` takes it as an argument).
 STEPS = 1000
 
-#: ``train`` names that differ from the Trainer keyword they set (every shipped config binds
-#: ``train.dataset``).
-GIN_NAMES = {"data": "dataset"}
-
 #: The Trainer keywords that are not ``train`` parameters: the groups whose fields are.
 _GROUPS = {"step_config": StepConfig, "intervals": Intervals}
-_NOT_BOUND = {"self", *_GROUPS}
 
 
 def _parameters() -> dict[str, tuple[str, inspect.Parameter]]:
     """``{train name: (where it goes, parameter)}``, in the order of ``train``'s signature."""
     keyword = inspect.Parameter.KEYWORD_ONLY
     found = []
-    for name, parameter in inspect.signature(Trainer.__init__).parameters.items():
-        if name not in _NOT_BOUND:
-            found.append((GIN_NAMES.get(name, name), "trainer", parameter.replace(kind=keyword)))
+    for field in dataclasses.fields(RunSpec):
+        if field.name not in _GROUPS:
+            default = (
+                inspect.Parameter.empty if field.default is dataclasses.MISSING else field.default
+            )
+            parameter = inspect.Parameter(
+                field.name, keyword, default=default, annotation=field.type
+            )
+            found.append((field.name, "trainer", parameter))
     for group, cls in _GROUPS.items():
         for field in dataclasses.fields(cls):
             parameter = inspect.Parameter(field.name, keyword, default=field.default)
@@ -62,8 +64,9 @@ def _parameters() -> dict[str, tuple[str, inspect.Parameter]]:
 PARAMETERS = _parameters()
 
 
-def group_settings(settings: dict) -> tuple[dict, dict]:
-    """Flat ``train.*`` values -> (the :class:`~lipgan.Trainer`'s keywords, ``fit``'s).
+def group_settings(settings: dict) -> tuple[RunSpec, dict]:
+    """Flat ``train.*`` values -> (the run's :class:`~lipgan.run.spec.RunSpec`, ``fit``'s keywords):
+    where gin's values become a spec, once, and are checked.
 
     Grouped as the Python API groups them: the step's static parameters into a
     :class:`~lipgan.StepConfig`, the host loop's cadence into :class:`~lipgan.Intervals`. Only the
@@ -88,7 +91,7 @@ def group_settings(settings: dict) -> tuple[dict, dict]:
             groups[where][key] = value
     for group, cls in _GROUPS.items():
         trainer[group] = cls(**groups[group])
-    return trainer, fit
+    return RunSpec(**trainer), fit
 
 
 def trainer_from_settings(settings: dict) -> Trainer:
@@ -96,7 +99,7 @@ def trainer_from_settings(settings: dict) -> Trainer:
 
     What ``lipgan eval``/``sample`` build from a run's config (without training it).
     """
-    return Trainer(**group_settings(settings)[0])
+    return Trainer.from_spec(group_settings(settings)[0])
 
 
 def train(**settings) -> TrainState:
@@ -108,8 +111,8 @@ def train(**settings) -> TrainState:
     :class:`lipgan.Trainer`, :class:`lipgan.StepConfig`, :class:`lipgan.Intervals` and
     :meth:`lipgan.Trainer.fit` (``inspect.signature(train)`` lists them).
     """
-    trainer, fit = group_settings(settings)
-    return Trainer(**trainer).fit(fit.pop("steps", STEPS), **fit)
+    spec, fit = group_settings(settings)
+    return Trainer.from_spec(spec).fit(fit.pop("steps", STEPS), **fit)
 
 
 train.__signature__ = inspect.Signature(

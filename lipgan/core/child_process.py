@@ -7,9 +7,11 @@ set-up, or isolation from a failure, needs a fresh runtime. The conformance kit'
 cells (:mod:`lipgan.study.runner`) each start one. This module is how, in one place:
 
 * the child is the parent's interpreter (``sys.executable``), so it sees the same installation;
-* it runs in a neutral folder with the parent's import path made absolute in ``PYTHONPATH``:
-  ``python -m`` puts its working directory first on ``sys.path``, where a checkout's folders
-  would be imported ahead of the installed packages;
+* it imports what the parent imports: the parent's import path, made absolute, is its
+  ``PYTHONPATH``, and ``python -m`` does not put the working directory first on ``sys.path``
+  (``-P``, Python 3.11+; before, the child runs in a neutral folder unless given ``cwd``), where
+  a checkout's folders would be imported ahead of the parent's (a study run from a checkout with
+  ``LIPGAN_TREE`` pointing at a snapshot once ran its cells on the checkout's changing code);
 * ``TF_CPP_MIN_LOG_LEVEL`` defaults to 3 (TensorFlow's C++ start-up noise would bury the child's
   own error in the parent's report), any other variable is the parent's unless overridden;
 * its output is captured as text, and a child past its timeout is killed, never left behind.
@@ -25,8 +27,10 @@ from collections.abc import Mapping
 
 
 def command(module: str, *args) -> list[str]:
-    """``[python, '-m', module, *args]`` with the parent's interpreter."""
-    return [sys.executable, "-m", module, *map(str, args)]
+    """``[python, '-P', '-m', module, *args]`` with the parent's interpreter (no ``-P`` before
+    Python 3.11, which lacks it)."""
+    safe_path = ["-P"] if sys.version_info >= (3, 11) else []
+    return [sys.executable, *safe_path, "-m", module, *map(str, args)]
 
 
 def environment(overrides: Mapping[str, str] | None = None) -> dict[str, str]:

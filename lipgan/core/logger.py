@@ -12,23 +12,8 @@ would.
 
 from __future__ import annotations
 
-import dataclasses
-from pathlib import Path
-
-from lipgan.core.callbacks import Callback
+from lipgan.core.callbacks import Callback, RunView
 from lipgan.core.named import Named
-
-
-@dataclasses.dataclass(frozen=True)
-class RunView:
-    """What a logger may know of the run it observes (not the trainer)."""
-
-    #: The run dir, or None for a run kept in memory.
-    run_dir: Path | None
-    #: Whether this process writes (the chief); a logger writes only there.
-    chief: bool
-    #: The run's settings, as ``run.json`` records them.
-    settings: dict
 
 
 class Logger(Callback, Named):

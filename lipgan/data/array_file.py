@@ -2,7 +2,7 @@
 
 :mod:`lipgan.study.own_data` checks a user's file or arrays once and writes the float32 ``train``
 and ``held_out`` rows there; every cell of the study trains on the ``train`` rows through this
-factory (gin: ``train.dataset = @array_file()``, ``array_file.path = '...'``). The held-out rows
+factory (gin: ``train.data = @array_file()``, ``array_file.path = '...'``). The held-out rows
 are never read here: the cell's evaluation measures W1 against them
 (:mod:`lipgan.study.own_metrics`).
 """

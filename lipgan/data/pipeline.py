@@ -298,7 +298,7 @@ def dataset(
     cache: bool | str = "auto",
     download: bool = True,
 ):
-    """Gin-facing description of the training data (``train.dataset = @dataset()``).
+    """Gin-facing description of the training data (``train.data = @dataset()``).
 
     Returns a function ``(global_batch_size, seed) -> tf.data.Dataset`` of batched, shuffled, repeated
     examples with static shapes, so that the engine decides batch size and seed in one place.

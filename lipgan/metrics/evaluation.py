@@ -24,6 +24,7 @@ import io
 import numpy as np
 import tensorflow as tf
 
+from lipgan.core.callbacks import Sampler
 from lipgan.core.errors import ConfigError
 from lipgan.core.metric import EvalData
 
@@ -32,27 +33,26 @@ SAMPLE_STREAM = 7
 GENERATE_BATCH = 512
 
 
-def generate(wgan, n: int, seed: int, generator=None) -> np.ndarray:
+def generate(sampler: Sampler, n: int, seed: int) -> np.ndarray:
     """``n`` samples from a fixed noise (same ``seed`` ⇒ same samples).
 
     Args:
-        wgan: the :class:`lipgan.core.engine.WGAN` (``trainer.wgan``).
+        sampler: the :class:`lipgan.core.callbacks.Sampler` (``trainer.sampler()``: the generator's
+            EMA when ``train.ema_decay`` is on, else the generator).
         n: how many samples.
         seed: the noise's seed.
-        generator: the model to sample; default ``wgan.sampler`` (the generator's EMA when
-            ``train.ema_decay`` is on, else the generator).
 
     Returns:
         A ``[n, *data_shape]`` float32 array: the chunks of :func:`generate_chunks`, joined.
     """
-    return np.concatenate(list(generate_chunks(wgan, n, seed, generator)))
+    return np.concatenate(list(generate_chunks(sampler, n, seed)))
 
 
 #: Samples drawn (noise and outputs held in memory) at a time by :func:`generate_chunks`.
 NOISE_CHUNK = 2**16
 
 
-def generate_chunks(wgan, n: int, seed: int, generator=None):
+def generate_chunks(sampler: Sampler, n: int, seed: int):
     """:func:`generate`'s ``n`` samples as arrays of at most :data:`NOISE_CHUNK` examples, drawn
     one at a time: ``lipgan sample -n 10000000`` holds one chunk, not ten million samples.
 
@@ -60,12 +60,12 @@ def generate_chunks(wgan, n: int, seed: int, generator=None):
     always was (samples of up to ``NOISE_CHUNK`` are unchanged); chunk ``j`` folds ``j`` into that
     seed, so the samples do not depend on how they are read.
     """
-    generator = generator or wgan.sampler
+    generator = sampler.generator
     key = [seed, SAMPLE_STREAM]
     for j, start in enumerate(range(0, n, NOISE_CHUNK)):
         size = min(NOISE_CHUNK, n - start)
         chunk_key = key if j == 0 else tf.random.experimental.stateless_fold_in(key, j)
-        z = tf.random.stateless_normal([size, *wgan.latent_shape], seed=chunk_key)
+        z = tf.random.stateless_normal([size, *sampler.latent_shape], seed=chunk_key)
         out = [
             generator(z[i : i + GENERATE_BATCH], training=False)
             for i in range(0, size, GENERATE_BATCH)
@@ -90,12 +90,12 @@ def real_samples(dataset, n: int, batch_size: int, seed: int) -> np.ndarray:
     return out[:n]
 
 
-def toy_set_of(wgan, dataset) -> str | None:
+def toy_set_of(dataset, data_shape: tuple) -> str | None:
     """The toy set name (``8gaussians``...) when training on 2-D lipgan toy data, else None.
 
     Args:
-        wgan: the :class:`lipgan.core.engine.WGAN`.
-        dataset: its data factory.
+        dataset: the data factory.
+        data_shape: the shape of one example.
 
     Returns:
         The toy set's name in :data:`lipgan.data.toy.SAMPLERS`, or None.
@@ -103,28 +103,30 @@ def toy_set_of(wgan, dataset) -> str | None:
     from lipgan.data.toy import SAMPLERS
 
     name = getattr(dataset, "dataset_name", "") or ""
-    if wgan.data_shape != (2,) or not name.startswith("lipgan_toy"):
+    if tuple(data_shape) != (2,) or not name.startswith("lipgan_toy"):
         return None
     toy = name.split("/")[-1].split(":")[0]
     return toy if toy in SAMPLERS else None
 
 
-def check_num_samples(wgan, dataset, num_samples: int, what: str = "train.eval_samples") -> None:
+def check_num_samples(
+    dataset, data_shape: tuple, num_samples: int, what: str = "train.eval_samples"
+) -> None:
     """Raise :class:`ConfigError` when ``num_samples`` is too few for the metrics of this data.
 
     Called before a run writes anything, so a periodic evaluation cannot fail only after the
     training and checkpointing that led up to it.
 
     Args:
-        wgan: the :class:`lipgan.core.engine.WGAN`.
-        dataset: its data factory.
+        dataset: the data factory.
+        data_shape: the shape of one example.
         num_samples: the samples an evaluation will draw.
         what: the setting's name in the message.
 
     Raises:
         ConfigError: too few samples for the toy metrics.
     """
-    toy = toy_set_of(wgan, dataset)
+    toy = toy_set_of(dataset, data_shape)
     if toy:
         from lipgan.metrics.toy import MIN_W1_POINTS
 
@@ -212,15 +214,15 @@ def data_w1(fake: np.ndarray, real: np.ndarray, real_again: np.ndarray) -> dict:
 
 
 def evaluate(
-    wgan,
+    sampler: Sampler,
     dataset,
     *,
+    critic,
     seed: int,
     batch_size: int,
     num_samples: int,
     inception_weights: str | None = None,
     w1_floor: bool = True,
-    generator=None,
     metrics: tuple[str, ...] | None = None,
     extra: tuple[str, ...] = (),
 ) -> dict:
@@ -228,14 +230,15 @@ def evaluate(
     ones named, as a flat ``{'eval/...': float}`` dict.
 
     Args:
-        wgan: the :class:`lipgan.core.engine.WGAN` (``trainer.wgan``).
-        dataset: its data factory (``trainer.data_factory``).
+        sampler: the generator measured and its noise's shape (:class:`lipgan.core.callbacks.Sampler`;
+            ``trainer.sampler()``: the EMA when it is on).
+        dataset: the data factory (``trainer.data_factory``).
+        critic: the critic whose Wasserstein estimate is reported.
         seed: the seed of the samples' noise and of the real samples' stream.
         batch_size: the batch size real examples are read with.
         num_samples: generated samples (and as many real ones), >= 2.
         inception_weights: a local InceptionV3 weights file for FID/KID on images, or None.
         w1_floor: False skips the toy sets' real-vs-real floor (a study computes it once).
-        generator: the model measured (default ``wgan.sampler``: the EMA when it is on).
         metrics: metric names to compute (``lipgan eval --metric``); None: every default metric
             that applies (:func:`select_metrics`).
         extra: with ``metrics`` None, metrics computed beside the defaults (a study's image
@@ -249,13 +252,15 @@ def evaluate(
             does not apply to this data.
     """
     check_evaluate_samples(num_samples)
-    toy = toy_set_of(wgan, dataset)
-    image = len(wgan.data_shape) == 3
+    fake = generate(sampler, num_samples, seed)
+    data_shape = tuple(fake.shape[1:])
+    toy = toy_set_of(dataset, data_shape)
+    image = len(data_shape) == 3
     data = EvalData(
-        fake=generate(wgan, num_samples, seed, generator),
-        real=np.empty((0, *wgan.data_shape), np.float32),
-        critic=wgan.critic,
-        data_shape=tuple(wgan.data_shape),
+        fake=fake,
+        real=np.empty((0, *data_shape), np.float32),
+        critic=critic,
+        data_shape=data_shape,
         toy=toy,
         digits=image and _is_digits(dataset),
         data_dir=getattr(dataset, "data_dir", None),
@@ -299,11 +304,13 @@ def select_metrics(data: EvalData, names=None, registry=None, extra=()) -> list:
     return metrics
 
 
-def render(wgan, fake: np.ndarray, real: np.ndarray | None = None, title: str = "") -> bytes | None:
+def render(
+    critic, fake: np.ndarray, real: np.ndarray | None = None, title: str = ""
+) -> bytes | None:
     """A PNG of samples: points over the critic's contour (2-D) or an image grid; None otherwise.
 
     Args:
-        wgan: the :class:`lipgan.core.engine.WGAN`.
+        critic: the critic whose contour is drawn under 2-D points.
         fake: generated examples.
         real: real points drawn beside them (2-D data only), or None.
         title: the plot's title (2-D data only).
@@ -312,11 +319,12 @@ def render(wgan, fake: np.ndarray, real: np.ndarray | None = None, title: str = 
         The PNG's bytes, or None for data that is neither 2-D points nor images.
     """
     buffer = io.BytesIO()
-    if wgan.data_shape == (2,):
+    data_shape = tuple(fake.shape[1:])
+    if data_shape == (2,):
         from lipgan.plots.toy import plot_samples
 
-        plot_samples(buffer, wgan.critic, real if real is not None else fake[:0], fake, title=title)
-    elif len(wgan.data_shape) == 3:
+        plot_samples(buffer, critic, real if real is not None else fake[:0], fake, title=title)
+    elif len(data_shape) == 3:
         from lipgan.plots.images import save_grid
 
         save_grid(buffer, fake[:64], scale=2)

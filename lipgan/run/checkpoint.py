@@ -17,11 +17,11 @@ the state file: TensorFlow treats a damaged state file as "no checkpoints" (and 
 error), which would restart a run from step 0 over its own checkpoints. A damaged state file is
 rewritten from the files at the first save, never before (checking a run dir writes nothing).
 
-A checkpoint also holds a digest of the settings that trained it
-(:func:`lipgan.run.record.settings_digest`), which binds it to the run's record: a resume whose
-``run.json`` was replaced by another run's (a copy passes every other check) is refused. State added
-to a run with ``--force`` (the generator's EMA turned on) is not in its older checkpoints: those are
-restored without it (:data:`OPTIONAL_STATE`), the EMA starting from the restored generator.
+A checkpoint also holds a digest of the settings that trained it (:func:`lipgan.run.spec.settings_digest`),
+which binds it to the run's record: a resume whose ``run.json`` was replaced by another run's (a copy
+passes every other check) is refused. State added to a run with ``--force`` (the generator's EMA
+turned on) is not in its older checkpoints: those are restored without it
+(:data:`OPTIONAL_STATE`), the EMA starting from the restored generator.
 """
 
 from __future__ import annotations

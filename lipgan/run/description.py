@@ -2,7 +2,7 @@
 
 A run made by ``lipgan run`` can be rebuilt from its gin config; a run made from a script
 (``Trainer.fit(run_dir=...)``) with the user's own models and data has no gin config, so the
-record describes the Trainer itself (:func:`describe`, read back by :mod:`lipgan.config.rebuild`):
+record describes the Trainer itself (:func:`describe`, read back by :mod:`lipgan.run.rebuild`):
 
     critic, generator
                 each model's architecture as Keras serializes it
@@ -36,8 +36,10 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from lipgan.core.compare import differences
 from lipgan.core.errors import first_line
 from lipgan.run.record import RECORD
+from lipgan.run.spec_fields import kind_of, recorded_fields, value_json
 
 #: The run dir's copy of a Dataset given as ``data=``.
 DATA = "data"
@@ -117,7 +119,7 @@ def _data(trainer, run_dir: Path, warn: Callable[[str], None]) -> dict:
     if getattr(factory, "snapshot", None) == str(run_dir / DATA) and previous:
         return previous  # resumed from the CLI: the data is this run dir's own copy
     entry["fingerprint"] = trainer.data_fingerprint()[0]
-    if (run_dir / DATA).is_dir() and previous == entry:
+    if (run_dir / DATA).is_dir() and previous is not None and not differences(previous, entry):
         return entry  # the same data (as far as its spec and fingerprint tell)
     why = _snapshot_problem(examples)
     if why:
@@ -167,32 +169,44 @@ def _snapshot_problem(examples) -> str | None:
     return None
 
 
-def describe(run_dir: str | Path, trainer, steps: int, warn: Callable[[str], None] = print) -> dict:
-    """The ``rebuild`` section of ``trainer``'s record (see the module docstring); saves a
-    Dataset given as data in ``run_dir/data/``. Called by the chief when training begins."""
+def _describe_model(trainer, name: str, run_dir: Path, warn) -> dict:
+    config, why = describe_model(trainer.built_models[name])
+    if config is None:
+        warn(f"note: {run_dir}: the {name} is not stored ({why}); the CLI cannot rebuild this run")
+        return {"why": why}
+    return {"keras": config}
+
+
+def _describe_optimizer(trainer, name: str, run_dir: Path, warn) -> dict:
     import keras
 
+    return keras.optimizers.serialize(getattr(trainer.wgan, name))
+
+
+def _describe_value(trainer, name: str, run_dir: Path, warn):
+    field = next(f for f in dataclasses.fields(trainer.spec) if f.name == name)
+    return value_json(field, getattr(trainer.spec, name))
+
+
+#: How each kind of :class:`lipgan.run.spec.RunSpec` field is described for rebuilding
+#: (:data:`lipgan.run.rebuild.READ_KIND` reads it back).
+DESCRIBE_KIND = {
+    "data": lambda trainer, name, run_dir, warn: _data(trainer, run_dir, warn),
+    "model": _describe_model,
+    "plugin": lambda trainer, name, run_dir, warn: _plugin(getattr(trainer, name)),
+    "strategy": lambda trainer, name, run_dir, warn: _plugin(getattr(trainer, name)),
+    "optimizer": _describe_optimizer,
+    "value": _describe_value,
+}
+
+
+def describe(run_dir: str | Path, trainer, steps: int, warn: Callable[[str], None] = print) -> dict:
+    """The ``rebuild`` section of ``trainer``'s record (see the module docstring): one entry per
+    recorded field of its :class:`lipgan.run.spec.RunSpec`, by the field's kind, with the steps and
+    the data's shape; saves a Dataset given as data in ``run_dir/data/``. Called by the chief
+    when training begins."""
     run_dir = Path(run_dir)
-    rebuild = {
-        "steps": int(steps),
-        "data": _data(trainer, run_dir, warn),
-        "data_shape": list(trainer.wgan.data_shape),
-        "constraint": _plugin(trainer.constraint),
-        "strategy": _plugin(trainer.strategy),
-        "critic_optimizer": keras.optimizers.serialize(trainer.wgan.critic_optimizer),
-        "generator_optimizer": keras.optimizers.serialize(trainer.wgan.generator_optimizer),
-        "step_config": dataclasses.asdict(trainer.step_config),
-        "intervals": dataclasses.asdict(trainer.intervals),
-        "checkpoint_input": trainer.checkpoint_input,
-        "inception_weights": trainer.inception_weights,
-    }
-    for key in ("critic", "generator"):
-        config, why = describe_model(trainer.built_models[key])
-        if config is None:
-            rebuild[key] = {"why": why}
-            warn(
-                f"note: {run_dir}: the {key} is not stored ({why}); the CLI cannot rebuild this run"
-            )
-        else:
-            rebuild[key] = {"keras": config}
+    rebuild = {"steps": int(steps), "data_shape": list(trainer.wgan.data_shape)}
+    for field in recorded_fields(trainer.spec):
+        rebuild[field.name] = DESCRIBE_KIND[kind_of(field)](trainer, field.name, run_dir, warn)
     return rebuild

@@ -117,6 +117,10 @@ class TrainingLoop:
         render: ``n -> PNG bytes | None`` of ``n`` samples.
         describe: ``(run_dir, warn) -> dict``, the record's ``rebuild`` section (it may save the
             data in the run dir); called by the chief once the dir is checked.
+        differences: ``(old, new) -> [str]``, the one comparison of two recorded settings
+            (:func:`lipgan.run.spec.settings_differences`).
+        digest: ``settings -> str``, the settings' hash a checkpoint holds
+            (:func:`lipgan.run.spec.settings_digest`).
         callbacks: see every logged step; a :class:`lipgan.run.record.RecordPart` adds a section
             to the record.
     """
@@ -131,6 +135,8 @@ class TrainingLoop:
     evaluate: Callable[[], dict]
     render: Callable[[int], bytes | None]
     describe: Callable[[Path, Callable[[str], None]], dict]
+    differences: Callable[[dict, dict], list[str]]
+    digest: Callable[[dict], str]
     callbacks: list[Callback] = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
@@ -186,7 +192,7 @@ class TrainingLoop:
 
     def _open(self, rundir, run_dir, force, settings) -> int:
         chief = self.chief
-        differences = rundir.check(settings, force) if chief else []
+        differences = rundir.check(settings, force, self.differences) if chief else []
         iterator = self.iterator()
         saved_input = self.checkpoint_input and checkpointable(iterator)
         recorded = rundir.recorded if chief and not force else None
@@ -195,9 +201,9 @@ class TrainingLoop:
             self.wgan,
             iterator if saved_input else None,
             self.intervals.max_checkpoints,
-            digest=record.settings_digest(settings),
+            digest=self.digest(settings),
             # Checkpoints are bound to their record: a record copied from another run is refused.
-            expected_digest=record.settings_digest(recorded["settings"]) if recorded else None,
+            expected_digest=self.digest(recorded["settings"]) if recorded else None,
         )
         start = self.checkpoint.restore(warn)
         if self.checkpoint.latest is None:

@@ -1,4 +1,4 @@
-"""``run.json``: the one record of a run dir, and the one comparison made when a dir is reused.
+"""``run.json``: the one record of a run dir (compared by :func:`lipgan.run.spec.settings_differences`).
 
 A run dir used to be described by four files compared three ways (the settings, the gin text as
 parsed, the operative gin config, and a rebuild description for runs made in Python). It is now
@@ -7,8 +7,8 @@ described by this one JSON object, written atomically by the chief
 
     {
       "format": 1,
-      "settings": {...},   what a step computes (lipgan.run.settings.trainer_settings); compared by
-                           differences() when the dir is reused
+      "settings": {...},   what a step computes (lipgan.run.spec.RunSpec.settings); compared by
+                           lipgan.run.spec.settings_differences() when the dir is reused
       "rebuild": {...},    what rebuilds the Trainer without the script that made it: plugins with
                            their arguments, optimizers, step config, intervals, steps, the models'
                            Keras serializations, the data (lipgan.run.description; data/ holds a
@@ -22,19 +22,17 @@ described by this one JSON object, written atomically by the chief
 
 A dir written by an older lipgan (``settings.json``, ``config.gin`` or ``trainer.json``, no
 ``run.json``) is refused in one line (:func:`older_problem`): its files are not read. Only
-:data:`RESUMABLE_SETTINGS` (how long and how often to train) may differ when a run is continued.
+:data:`lipgan.run.spec.RESUMABLE` (how long and how often to train) may differ when a run is continued.
 
 Kept free of TensorFlow: the CLI reads records before it imports anything heavy.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
 from lipgan.core.callbacks import Callback
 from lipgan.core.errors import RunDirError, first_line, shorten
@@ -45,14 +43,6 @@ RECORD = "run.json"
 FORMAT = 1
 #: What older lipgan versions wrote instead of :data:`RECORD`.
 OLDER_RECORDS = ("settings.json", "config.gin", "trainer.json")
-
-#: Top-level settings (or dotted prefixes) that may differ when a run is resumed: how long, how
-#: often and how verbosely it trains, never what a step computes.
-RESUMABLE_SETTINGS = ("intervals", "checkpoint_input", "inception_weights")
-
-#: Settings that cannot always be taken (the data fingerprint) or that a plugin may not expose
-#: (its constructor arguments): a difference counts only when both records hold one.
-_OPTIONAL_SETTINGS = ("data.fingerprint", "constraint.arguments", "strategy.arguments")
 
 
 def older_problem(run_dir: str | Path) -> str | None:
@@ -234,7 +224,7 @@ def _depth(value) -> int:
 
 
 def make(settings: dict, rebuild: dict, sections: dict | None = None) -> dict:
-    """A record: ``settings`` (compared), ``rebuild`` (read by :mod:`lipgan.config.rebuild`) and the
+    """A record: ``settings`` (compared), ``rebuild`` (read by :mod:`lipgan.run.rebuild`) and the
     sections a :class:`RecordPart` adds (the CLI's ``gin``)."""
     return {"format": FORMAT, "settings": settings, "rebuild": rebuild, **(sections or {})}
 
@@ -262,61 +252,6 @@ class RecordPart(Callback):
 def sections(callbacks, final: bool) -> dict:
     """``{key: section}`` of the :class:`RecordPart` callbacks."""
     return {c.key: c.section(final) for c in callbacks if isinstance(c, RecordPart)}
-
-
-def flat_settings(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{'constraint.weight': 10.0, ...}``: nested settings as dotted keys (for diffs)."""
-    out = {}
-    for key, value in settings.items():
-        if isinstance(value, dict) and value:
-            out.update(flat_settings(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
-def settings_digest(settings: dict) -> str:
-    """A hash of the settings that decide what a step computes (:data:`RESUMABLE_SETTINGS` left
-    out): stored in every checkpoint and compared with the record's when a run resumes, so a
-    record that is not the checkpoints' own is found out (:mod:`lipgan.run.checkpoint`)."""
-    import hashlib
-
-    flat = flat_settings(json.loads(json.dumps(settings, sort_keys=True, default=repr)))
-    kept = {k: v for k, v in flat.items() if k.split(".")[0] not in RESUMABLE_SETTINGS}
-    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def differences(old: dict, new: dict) -> list[str]:
-    """Human-readable differences of two settings records (``RESUMABLE_SETTINGS`` ignored): the
-    one comparison of a reused run dir, whether the run was made from the CLI or from Python."""
-    old, new = flat_settings(old), flat_settings(new)
-    # A step setting added since a record was written is that record's default.
-    from lipgan.core.step_config import StepConfig
-
-    for field in dataclasses.fields(StepConfig):
-        for settings in (old, new):
-            settings.setdefault(f"step_config.{field.name}", field.default)
-    diffs = []
-    for key in sorted(set(old) | set(new)):
-        if key.split(".")[0] in RESUMABLE_SETTINGS or _not_recorded_by_both(key, old, new):
-            continue
-        if old.get(key) != new.get(key):
-            diffs.append(f"{key}: {old.get(key, '(unset)')} -> {new.get(key, '(unset)')}")
-    return diffs
-
-
-def _not_recorded_by_both(key: str, old: dict, new: dict) -> bool:
-    for prefix in _OPTIONAL_SETTINGS:
-        if key == prefix or key.startswith(prefix + "."):
-            recorded = [
-                any(
-                    (k == prefix or k.startswith(prefix + ".")) and v is not None
-                    for k, v in r.items()
-                )
-                for r in (old, new)
-            ]
-            return not all(recorded)
-    return False
 
 
 class DifferentConfig(RunDirError):

@@ -17,9 +17,9 @@ Layout (also in docs/usage.md)::
     samples.png           final samples: critic contour + points (2-D) or an image grid
 
 Reusing a directory resumes it, so the settings must be the same: only those in
-:data:`lipgan.run.record.RESUMABLE_SETTINGS` (how long and how often to train) may change without
-``force``, and :func:`lipgan.run.record.differences` is the one comparison. A dir holds a run once
-it holds a checkpoint: a run that failed before its first checkpoint left nothing to resume, so its
+:data:`lipgan.run.spec.RESUMABLE` (how long and how often to train) may change without
+``force``, and :func:`lipgan.run.spec.settings_differences` is the one comparison. A dir holds a run once it
+holds a checkpoint: a run that failed before its first checkpoint left nothing to resume, so its
 record does not bind the next attempt. Checkpoints without a record are refused unless ``force``
 (nothing says what they were trained with); a dir written by an older lipgan is refused in one line.
 
@@ -35,6 +35,7 @@ import errno
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 try:
@@ -171,8 +172,10 @@ class RunDir:
     def file(self, name: str) -> Path:
         return self.path / name
 
-    def check(self, settings: dict, force: bool) -> list[str]:
-        """Refuse a reused dir whose settings differ (unless ``force``); returns the differences.
+    def check(self, settings: dict, force: bool, differences: Callable) -> list[str]:
+        """Refuse a reused dir whose settings differ by ``differences(old, new)`` (the run's one
+        comparison, :func:`lipgan.run.spec.settings_differences`, which the trainer hands down:
+        the run dir imports no spec) unless ``force``; returns the differences.
 
         Locks an existing dir first (see :meth:`lock`): the caller must :meth:`close` it. A dir
         written by an older lipgan is refused even with ``force`` (:func:`lipgan.run.record.read`).
@@ -190,7 +193,7 @@ class RunDir:
             raise RunDirError(f"run dir {self.path} {problem}")
         if old is None or not has_checkpoints:
             return []  # no run to continue: whatever it recorded gets replaced
-        diffs = record.differences(old["settings"], settings)
+        diffs = differences(old["settings"], settings)
         if diffs and not force:
             raise record.different_config(self.path, diffs)
         return diffs

@@ -1,7 +1,8 @@
 """The settings a run dir records: a canonical, JSON-stable description of what a step computes.
 
-:func:`trainer_settings` is :meth:`lipgan.Trainer.settings`; :func:`lipgan.run.record.differences`
-compares two of them when a run dir is reused. Kept apart from the trainer so that what is
+:func:`spec_settings` is :meth:`lipgan.Trainer.settings`: one entry per field of the trainer's
+:class:`lipgan.run.spec.RunSpec`, described by the field's kind (:data:`SETTINGS_OF_KIND`);
+:func:`lipgan.run.spec.differences` compares two of them when a run dir is reused. Kept apart from the trainer so that what is
 recorded, and the checks on it (finite numbers, optimizer ranges), are read in one place.
 
 Python data (a ``tf.data.Dataset`` or a factory) has no name to record, so its first global batches
@@ -20,9 +21,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from lipgan.core.compare import flat as flat_settings
 from lipgan.core.errors import ConfigError, DatasetError, op_error_cause
 from lipgan.core.ranges import out_of_range
-from lipgan.run.record import flat_settings
+from lipgan.run.spec_fields import kind_of, recorded_fields, value_json
 
 
 def _plain(value):
@@ -189,34 +191,56 @@ def check_ranges(settings: dict) -> None:
         raise ConfigError(bad[0])
 
 
-def trainer_settings(trainer, fingerprint: str | None) -> dict:
-    """Everything that decides what ``trainer``'s step computes, as canonical JSON-able data.
+def _model(spec, built, name: str) -> dict:
+    return model_settings(getattr(built, name))
+
+
+def _optimizer(spec, built, name: str) -> dict:
+    return optimizer_settings(getattr(built.wgan, name))
+
+
+def _data(spec, built, name: str) -> dict:
+    return data_settings(built.data_factory, built.data_fingerprint()[0])
+
+
+def _plugin(spec, built, name: str) -> dict:
+    return plugin_settings(getattr(built, name))
+
+
+def _value(spec, built, name: str):
+    field = next(f for f in dataclasses.fields(spec) if f.name == name)
+    return _plain(value_json(field, getattr(spec, name)))
+
+
+#: How each kind of :class:`lipgan.run.spec.RunSpec` field is described for comparison.
+SETTINGS_OF_KIND = {
+    "data": _data,
+    "model": _model,
+    "plugin": _plugin,
+    "strategy": _plugin,
+    "optimizer": _optimizer,
+    "value": _value,
+}
+
+
+def spec_settings(spec, built) -> dict:
+    """Everything that decides what ``built``'s step computes, as canonical JSON-able data: one
+    entry per recorded field of ``spec`` (:class:`lipgan.run.spec.RunSpec`), by its kind.
 
     Args:
-        trainer: a built :class:`lipgan.Trainer`.
-        fingerprint: :func:`data_fingerprint` of its data (None for a named dataset or one that
-            cannot be fingerprinted).
+        spec: the :class:`lipgan.run.spec.RunSpec` the trainer was built from.
+        built: the :class:`lipgan.Trainer` built from it (its models, optimizers and data
+            fingerprint: what the factories made).
 
     Returns:
         A dict of plain JSON values: data, models, constraint, strategy, optimizers, step
         config, intervals.
 
     Raises:
-        ConfigError: a numeric setting is not a finite float32 number, or one is out of range.
+        ConfigError: a numeric setting is not a finite float32 number.
     """
-    wgan = trainer.wgan
     settings = {
-        "data": data_settings(trainer.data_factory, fingerprint),
-        "critic": model_settings(wgan.critic),
-        "generator": model_settings(wgan.generator),
-        "constraint": plugin_settings(trainer.constraint),
-        "strategy": plugin_settings(trainer.strategy),
-        "critic_optimizer": optimizer_settings(wgan.critic_optimizer),
-        "generator_optimizer": optimizer_settings(wgan.generator_optimizer),
-        "step_config": _plain(dataclasses.asdict(trainer.step_config)),
-        "intervals": dataclasses.asdict(trainer.intervals),
-        "checkpoint_input": trainer.checkpoint_input,
-        "inception_weights": trainer.inception_weights,
+        f.name: SETTINGS_OF_KIND[kind_of(f)](spec, built, f.name) for f in recorded_fields(spec)
     }
     bad = nonfinite_settings(settings)
     if bad:
@@ -224,5 +248,4 @@ def trainer_settings(trainer, fingerprint: str | None) -> dict:
             f"{bad[0]} is not a finite number (settings are float32, as Keras keeps them: "
             "at most 3.4e38); numeric settings must be finite"
         )
-    check_ranges(settings)
-    return settings
+    return settings  # the optimizers' ranges: checked once, when the trainer is built

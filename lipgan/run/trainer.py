@@ -27,19 +27,20 @@ canonical JSON description of everything that determines what a step computes (n
 re-using a run dir with a different learning rate, penalty weight or architecture is refused from
 Python exactly as from the CLI. The record also describes the trainer
 (:mod:`lipgan.run.description`), so ``lipgan eval/sample/audit/run --resume`` rebuild it without the
-script (:mod:`lipgan.config.rebuild`).
+script (:mod:`lipgan.run.rebuild`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import keras
 import numpy as np
 
-from lipgan.core.callbacks import Callback
-from lipgan.core.constraint import Constraint
+from lipgan.core.callbacks import Callback, FitView, Sampler
 from lipgan.core.engine import WGAN
 from lipgan.core.errors import CheckpointError, ConfigError
 from lipgan.core.factories import (
@@ -51,14 +52,14 @@ from lipgan.core.factories import (
     strategy_plugin,
 )
 from lipgan.core.ranges import check_bool, check_int
-from lipgan.core.step_config import Intervals, StepConfig
 from lipgan.core.train_state import TrainState
 from lipgan.data.adapt import data_factory as _data_factory
 from lipgan.metrics import evaluation
 from lipgan.run import description
 from lipgan.run.loggers import make_loggers
 from lipgan.run.loop import TrainingLoop
-from lipgan.run.settings import check_ranges, data_fingerprint, optimizer_settings, trainer_settings
+from lipgan.run.settings import check_ranges, data_fingerprint, optimizer_settings
+from lipgan.run.spec import RunSpec, settings_differences, settings_digest
 from lipgan.run.training_input import TrainingInput
 
 
@@ -77,66 +78,36 @@ class Trainer:
     :data:`GIVEN_WEIGHTS_NOTE`); pass a factory to have the seed draw the initial weights.
 
     Args:
-        data: a TFDS or lipgan dataset name (``"lipgan_toy/8gaussians"``, ``"cifar10"``), a
-            ``tf.data.Dataset`` of single examples (lipgan repeats and batches it; shuffle it
-            yourself), or a factory ``(global_batch_size, seed) -> tf.data.Dataset`` of global
-            batches. A dataset may also be batched (it is unbatched), hold dicts as ``tfds.load``
-            returns (see ``data_key``), or be a NumPy array; float64 is cast to float32 and
-            integer images map their dtype's range (uint8 [0, 255], int8 [-128, 127]...) onto
-            [-1, 1]; int32/int64 are refused (:mod:`lipgan.data.adapt`).
-        critic: a ``keras.Model`` or a factory ``data_shape -> keras.Model`` (a factory is called
-            inside ``strategy.scope()``; a model made outside it is cloned there when the strategy
-            has several replicas). A constraint may wrap the critic (spectral norm; the
-            penalties' exact ReLU pruning): the model that trains is :attr:`critic`.
-        generator: the same for the generator; its ``keras.Input`` shape sets the latent size.
-        constraint: a :class:`lipgan.Constraint` (``lipgan.constraints.GradientPenalty()``...).
-        strategy: a lipgan strategy (``lipgan.strategies.Mirrored()``), a
-            ``tf.distribute.Strategy``, or None for TensorFlow's default.
-        critic_optimizer: a Keras optimizer or a factory (default: WGAN-GP's Adam(1e-4, 0.5,
-            0.9)); an optimizer is re-made from its config in scope.
-        generator_optimizer: the same for the generator.
-        step_config: :class:`lipgan.StepConfig` (batch, n_critic, seed, XLA, precision); default
-            ``StepConfig()``.
-        intervals: :class:`lipgan.Intervals` (logging, checkpoints, evaluation...); default
-            ``Intervals()``.
-        checkpoint_input: store the input pipeline's position in each checkpoint; with False a
-            resume replays the seeded input stream to the same position instead.
-        inception_weights: a local InceptionV3 weights file for FID/KID on image data (lipgan
-            downloads nothing); None leaves those metrics out.
-        data_key: the feature of dict examples to train on (default ``'image'``, or the only key).
+        **keywords: the fields of :class:`lipgan.run.spec.RunSpec` (``data``, ``critic``,
+            ``generator``, ``constraint``, ``strategy``, the optimizers, ``step_config``,
+            ``intervals``, ``checkpoint_input``, ``inception_weights``, ``data_key``), each
+            documented there. ``Trainer(**keywords)`` is ``Trainer.from_spec(RunSpec(**keywords))``.
 
     Raises:
         ConfigError: a setting out of range or of the wrong kind, before anything is written.
     """
 
-    def __init__(
-        self,
-        *,
-        data,
-        critic,
-        generator,
-        constraint: Constraint,
-        strategy=None,
-        critic_optimizer=None,
-        generator_optimizer=None,
-        step_config: StepConfig | None = None,
-        intervals: Intervals | None = None,
-        checkpoint_input: bool = True,
-        inception_weights: str | None = None,
-        data_key: str | None = None,
-    ):
-        if not isinstance(constraint, Constraint):
-            raise ConfigError(
-                f"train.constraint must be a constraint, e.g. @gradient_penalty(); got {constraint!r}"
-            )
-        check_bool(checkpoint_input, "checkpoint_input")
-        self.strategy = strategy_plugin(strategy)
-        self.step_config = step_config or StepConfig()
-        self.intervals = intervals or Intervals()
-        self.constraint = constraint
-        self.data_factory = _data_factory(data, data_key)
-        self.checkpoint_input = bool(checkpoint_input)
-        self.inception_weights = inception_weights
+    def __init__(self, **keywords):
+        self._build(RunSpec(**keywords))
+
+    @classmethod
+    def from_spec(cls, spec: RunSpec) -> Trainer:
+        """The trainer ``spec`` describes (built, not trained): what ``lipgan run`` builds from
+        its gin config and ``lipgan run --resume`` from a run dir's record."""
+        trainer = cls.__new__(cls)
+        trainer._build(spec)
+        return trainer
+
+    def _build(self, spec: RunSpec) -> None:
+        #: The :class:`lipgan.run.spec.RunSpec` this trainer was built from (what its run dir records).
+        self.spec = spec
+        self.strategy = strategy_plugin(spec.strategy)
+        self.step_config = spec.step_config
+        self.intervals = spec.intervals
+        self.constraint = spec.constraint
+        self.data_factory = _data_factory(spec.data, spec.data_key)
+        self.checkpoint_input = bool(spec.checkpoint_input)
+        self.inception_weights = spec.inception_weights
         config = self.step_config
         self.tf_strategy = self.strategy.create()
         # Seed first: TF ops without their own seed (and the data pipeline's defaults) then behave
@@ -153,18 +124,18 @@ class Trainer:
         self.built_models: dict[str, keras.Model] = {}
         self.wgan = WGAN(
             self.tf_strategy,
-            critic=recording(model_factory(critic, "critic"), self.built_models, "critic"),
+            critic=recording(model_factory(spec.critic, "critic"), self.built_models, "critic"),
             generator=recording(
-                model_factory(generator, "generator"), self.built_models, "generator"
+                model_factory(spec.generator, "generator"), self.built_models, "generator"
             ),
-            critic_optimizer=optimizer_factory(critic_optimizer, "critic_optimizer"),
-            generator_optimizer=optimizer_factory(generator_optimizer, "generator_optimizer"),
-            constraint=constraint,
+            critic_optimizer=optimizer_factory(spec.critic_optimizer, "critic_optimizer"),
+            generator_optimizer=optimizer_factory(spec.generator_optimizer, "generator_optimizer"),
+            constraint=spec.constraint,
             data_shape=self.batches.element_spec.shape[1:],
             config=config,
         )
         check_critic_output(self.wgan.critic)
-        check_ranges(  # now, not only when fit() is called: nothing is written before either
+        check_ranges(  # once, here, where the spec is built: nothing is written before it
             {
                 "critic_optimizer": optimizer_settings(self.wgan.critic_optimizer),
                 "generator_optimizer": optimizer_settings(self.wgan.generator_optimizer),
@@ -210,18 +181,18 @@ class Trainer:
     def settings(self) -> dict:
         """Everything that decides what a step computes, as canonical JSON-able data.
 
-        Recorded in the run dir (``run.json``, :mod:`lipgan.run.record`) and compared when the dir
-        is reused: only the keys in :data:`lipgan.run.record.RESUMABLE_SETTINGS` may differ without
+        Recorded in the run dir (``run.json``, :mod:`lipgan.run.record`) and compared when the dir is
+        reused: only the keys in :data:`lipgan.run.spec.RESUMABLE` may differ without
         ``force``.
 
         Returns:
             A dict of plain JSON values: data, models, constraint, strategy, optimizers, step
-            config, intervals (:func:`lipgan.run.settings.trainer_settings`).
+            config, intervals (:func:`lipgan.run.settings.spec_settings`).
 
         Raises:
             ConfigError: a numeric setting is not a finite float32 number.
         """
-        return trainer_settings(self, self.data_fingerprint()[0])
+        return self.spec.settings(self)
 
     def data_fingerprint(self) -> tuple[str | None, str]:
         """:func:`data_fingerprint` of this trainer's data, taken once (``(None, '')`` for a named
@@ -259,10 +230,9 @@ class Trainer:
 
         With ``run_dir``, a directory holding a run of the same settings is resumed from its latest
         checkpoint (a different one is refused unless ``force``), checkpoints and metrics are
-        written there, SIGINT/SIGTERM stop with a checkpoint
-        (:class:`lipgan.core.errors.Interrupted`), and a non-finite loss or gradient raises
-        :class:`lipgan.core.errors.NonFiniteLossError` naming the term and step. Each callback is
-        given this trainer first (:meth:`Callback.set_trainer`).
+        written there, SIGINT/SIGTERM stop with a checkpoint (:class:`lipgan.core.errors.Interrupted`),
+        and a non-finite loss or gradient raises :class:`lipgan.core.errors.NonFiniteLossError` naming the
+        term and step. Each callback is given a view of the run first (:meth:`Callback.set_view`).
 
         Args:
             steps: the iteration to train until, counted from the start of training (>= 1).
@@ -293,12 +263,15 @@ class Trainer:
         if progress is None or progress is False:
             progress = for_verbose(0 if progress is False else verbose)
         if self.intervals.eval_every:
-            evaluation.check_num_samples(self.wgan, self.data_factory, self.intervals.eval_samples)
+            evaluation.check_num_samples(
+                self.data_factory, self.wgan.data_shape, self.intervals.eval_samples
+            )
         settings = self.settings()
         loggers = make_loggers(loggers, run_dir, self.chief, settings)
         callbacks = [progress, *callbacks]  # progress first: its lines precede a callback's
+        view = self.view(run_dir, settings)
         for callback in callbacks:
-            callback.set_trainer(self)
+            callback.set_view(view)
         callbacks += loggers
         fingerprint, why = self.data_fingerprint()
         if run_dir is not None and fingerprint is None and why:
@@ -317,6 +290,8 @@ class Trainer:
             evaluate=self.evaluate,
             render=self.render,
             describe=lambda path, warn: description.describe(path, self, steps, warn),
+            differences=settings_differences,
+            digest=settings_digest,
             callbacks=callbacks,
         )
         return loop.run(run_dir, force=force, settings=settings)
@@ -355,6 +330,30 @@ class Trainer:
 
         return generator_named(self.wgan, which)
 
+    def sampler(self, which: str | None = None) -> Sampler:
+        """The :class:`lipgan.core.callbacks.Sampler` of :meth:`generator_model` ``which``: what
+        :func:`lipgan.metrics.evaluation.generate` and :func:`lipgan.metrics.evaluation.evaluate` draw from."""
+        return Sampler(self.generator_model(which), tuple(self.wgan.latent_shape))
+
+    def view(self, run_dir=None, settings: dict | None = None) -> FitView:
+        """The :class:`lipgan.core.callbacks.FitView` a callback of :meth:`fit` gets: the models, the
+        sampler, the data, the spec, the run dir and whether this process is the chief."""
+        wgan = self.wgan
+        return FitView(
+            run_dir=Path(run_dir) if run_dir is not None else None,
+            chief=self.chief,
+            settings=settings if settings is not None else self.settings(),
+            critic=wgan.critic,
+            generator=wgan.generator,
+            generator_ema=wgan.generator_ema,
+            generator_emas=dict(getattr(wgan, "generator_emas", {})),
+            sampler=self.sampler(),
+            data=self.data_factory,
+            data_shape=tuple(wgan.data_shape),
+            seed=self.seed,
+            spec=self.spec,
+        )
+
     def evaluate(self, num_samples: int | None = None, metrics=None, generator=None) -> dict:
         """The metrics that apply to this data (``lipgan eval``'s), as ``{'eval/...': float}``: the
         critic's estimate always; on data lipgan has no metric for, W1 to the data with its
@@ -372,13 +371,13 @@ class Trainer:
             ``{'eval/<metric>': float}`` (docs/metrics.md says what each means).
         """
         return evaluation.evaluate(
-            self.wgan,
+            self.sampler(generator),
             self.data_factory,
+            critic=self.critic,
             seed=self.seed,
             batch_size=self.global_batch_size,
             num_samples=self.intervals.eval_samples if num_samples is None else num_samples,
             inception_weights=self.inception_weights,
-            generator=self.generator_model(generator),
             metrics=None if metrics is None else tuple(metrics),
         )
 
@@ -418,7 +417,7 @@ class Trainer:
             A ``[n, *data_shape]`` float32 array.
         """
         seed = self.seed if seed is None else seed
-        return evaluation.generate(self.wgan, n, seed, self.generator_model(generator))
+        return evaluation.generate(self.sampler(generator), n, seed)
 
     def render(self, n: int) -> bytes | None:
         """A PNG of ``n`` samples (2-D: over the critic's contour, with real points; images: a grid).
@@ -432,4 +431,20 @@ class Trainer:
         real = None
         if self.wgan.data_shape == (2,):
             real = evaluation.real_samples(self.data_factory, n, self.global_batch_size, self.seed)
-        return evaluation.render(self.wgan, self.sample(n), real, title=f"step {self.step}")
+        return evaluation.render(self.critic, self.sample(n), real, title=f"step {self.step}")
+
+
+Trainer.__init__.__signature__ = inspect.Signature(
+    [
+        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        *(
+            inspect.Parameter(
+                f.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default,
+                annotation=f.type,
+            )
+            for f in dataclasses.fields(RunSpec)
+        ),
+    ]
+)

@@ -46,7 +46,7 @@ class Timing(Progress):
     The clock runs from the start of the training loop (after the run dir is restored), tracing
     and compilation included, and stops while the curve evaluates, so curve points cost no
     training time and ``seconds_per_iteration`` does not include them. The curve (every
-    ``eval_every`` iterations, on toy data only) is set up when fit hands over its trainer.
+    ``eval_every`` iterations, on toy data only) is set up when fit hands over its view.
     """
 
     def __init__(self, run_dir: Path | None = None, eval_every: int = 0, eval_samples: int = 0):
@@ -56,20 +56,22 @@ class Timing(Progress):
         self.marks: list[tuple[int, float]] = []
         self.paused = 0.0
 
-    def set_trainer(self, trainer) -> None:
+    def set_view(self, view) -> None:
         from lipgan.metrics import evaluation
         from lipgan.study.curve import CURVE_FILE, Curve
 
-        super().set_trainer(trainer)
-        toy = evaluation.toy_set_of(trainer.wgan, trainer.data_factory)
+        super().set_view(view)
+        toy = evaluation.toy_set_of(view.data, view.data_shape)
         if self.eval_every and toy:
             self.curve = Curve(
-                trainer.wgan,
+                view.sampler,
                 toy,
-                seed=trainer.seed,
+                seed=view.seed,
                 num_samples=self.eval_samples,
                 every=self.eval_every,
                 run_dir=self.run_dir,
+                raw=raw_sampler(view),
+                emas=ema_samplers(view),
             )
         elif self.run_dir is not None and (self.run_dir / CURVE_FILE).exists():
             (self.run_dir / CURVE_FILE).unlink()
@@ -183,7 +185,7 @@ def measure(
     """Call ``fit(progress)`` (a fit of one trainer in ``run_dir``) with the cell's clock and
     curve, then evaluate what it trained on ``eval_samples`` with the default metrics and
     ``metrics`` (the study's image scores, :func:`lipgan.study.spec.image_metrics`): the cell's
-    result. ``evaluate``: ``(trainer, generator) -> metrics`` instead of the registered metrics
+    result. ``evaluate``: ``(view, sampler) -> metrics`` instead of the registered metrics
     (a user data set's, against its held-out rows: :mod:`lipgan.study.own_metrics`)."""
     from lipgan.metrics import evaluation
     from lipgan.study.curve import NO_EMA, by_decay, points, read, samples_file
@@ -195,46 +197,49 @@ def measure(
     except Interrupted:
         timing.stopped()
         raise
-    trainer = timing.trainer  # the one trainer: training, the curve and the final evaluation
+    view = timing.view  # the one run: training, the curve and the final evaluation
+    spec = view.spec
     # Kept before the evaluation, so that a second driver's re-run finds it as soon as it can.
     timed = timing_of(timing, time.perf_counter() - started, state.step, run_dir)
     began = time.perf_counter()
 
-    def measured(generator=None) -> dict:
+    def measured(sampler) -> dict:
         if evaluate is not None:
-            return evaluate(trainer, generator)
+            return evaluate(view, sampler)
         # The study computes the W1 floor once per data set from many pairs (report.references).
         values = evaluation.evaluate(
-            trainer.wgan,
-            trainer.data_factory,
-            seed=trainer.seed,
-            batch_size=trainer.global_batch_size,
+            sampler,
+            view.data,
+            critic=view.critic,
+            seed=view.seed,
+            batch_size=spec.step_config.global_batch_size,
             num_samples=eval_samples,
-            inception_weights=trainer.inception_weights,
+            inception_weights=spec.inception_weights,
             w1_floor=False,
-            generator=generator,
             extra=metrics,
         )
         return {k.removeprefix("eval/"): v for k, v in values.items()}
 
-    metrics = measured()  # the sampler: the EMA when train.ema_decay is on
-    if trainer.wgan.generator_ema is not None:  # the raw generator too (lipgan.study.curve.NO_EMA)
-        sampled = dict(metrics)
-        metrics[NO_EMA] = measured(trainer.wgan.generator)
-        metrics.update(by_decay(trainer.wgan, measured, sampled))  # every decay (EMA_BY_DECAY)
-    kept = {"samples.npy": None}  # the sampler's; with several decays each other one's too
-    for decay in list(trainer.wgan.generator_emas)[1:]:
-        kept[samples_file(decay)] = f"ema:{decay}"
-    for name, generator in kept.items():
-        fake = trainer.sample(eval_samples, generator=generator)  # evaluate()'s fixed noise
-        if len(trainer.wgan.data_shape) == 1:  # points (a figure draws the first two coords)
+    # Not named `metrics`: measured() reads that (the extra scores) on its second call too.
+    found = measured(view.sampler)  # the EMA when train.ema_decay is on
+    raw = raw_sampler(view)
+    if raw is not None:  # the raw generator too (lipgan.study.curve.NO_EMA)
+        sampled = dict(found)
+        found[NO_EMA] = measured(raw)
+        found.update(by_decay(ema_samplers(view), measured, sampled))  # every decay
+    kept = {"samples.npy": view.sampler}  # the sampler's; with several decays each other one's too
+    for decay, sampler in list(ema_samplers(view).items())[1:]:
+        kept[samples_file(decay)] = sampler
+    for name, sampler in kept.items():
+        fake = evaluation.generate(sampler, eval_samples, view.seed)  # evaluate()'s fixed noise
+        if len(fake.shape) == 2:  # points (a figure draws the first two coords)
             np.save(run_dir / name, np.asarray(fake, np.float32))
         else:  # images: the first 64 for the report's sample grid
             np.save(run_dir / name, np.asarray(fake[:64], np.float32))
     result = {
         "status": "ok",
         "step": state.step,
-        "metrics": metrics,
+        "metrics": found,
         **timed,
         "final_eval_seconds": time.perf_counter() - began,
     }
@@ -242,6 +247,24 @@ def measure(
         result["curve"] = points(read(run_dir))
         result["curve_eval_seconds"] = timing.curve.eval_seconds
     return result
+
+
+def ema_samplers(view) -> dict:
+    """``{decay: Sampler}`` of a run keeping several generator EMAs (``train.ema_decays``)."""
+    from lipgan.core.callbacks import Sampler
+
+    shape = view.sampler.latent_shape
+    return {decay: Sampler(model, shape) for decay, model in view.generator_emas.items()}
+
+
+def raw_sampler(view):
+    """The raw generator's :class:`lipgan.core.callbacks.Sampler` where the run samples from its EMA
+    (measured beside it, :data:`lipgan.study.curve.NO_EMA`); None otherwise."""
+    from lipgan.core.callbacks import Sampler
+
+    if view.generator_ema is None:
+        return None
+    return Sampler(view.generator, view.sampler.latent_shape)
 
 
 #: Exit status of a cell whose run dir was refused (written by an older lipgan, in use by another

@@ -61,10 +61,10 @@ def samples_file(decay: float | str) -> str:
     return f"samples_ema_{decay_key(decay)}.npy"
 
 
-def by_decay(wgan, measure, sampled: dict) -> dict:
+def by_decay(emas: dict, measure, sampled: dict) -> dict:
     """``{EMA_BY_DECAY: {decay: metrics}}`` for a run keeping several EMAs ({} otherwise):
-    ``measure(generator)`` for each decay but the first, whose metrics are ``sampled``."""
-    emas = getattr(wgan, "generator_emas", {})
+    ``measure(sampler)`` for each decay's :class:`lipgan.core.callbacks.Sampler` (``emas``) but the
+    first, whose metrics are ``sampled``."""
     if len(emas) < 2:
         return {}
     first = next(iter(emas))
@@ -95,12 +95,25 @@ def points(lines: list[dict]) -> list[dict]:
 
 
 class Curve:
-    """Evaluates the generator of ``wgan`` every ``every`` iterations on toy set ``toy_set``."""
+    """Evaluates the run's sampler every ``every`` iterations on toy set ``toy_set`` (and its raw
+    generator beside it when the sampler is an EMA: ``raw``, a :class:`lipgan.core.callbacks.Sampler`)."""
 
-    def __init__(self, wgan, toy_set: str, *, seed: int, num_samples: int, every: int, run_dir):
+    def __init__(
+        self,
+        sampler,
+        toy_set: str,
+        *,
+        seed: int,
+        num_samples: int,
+        every: int,
+        run_dir,
+        raw=None,
+        emas=None,
+    ):
         from lipgan.data.toy import MODE_CENTERS, MODE_STD, SAMPLERS
 
-        self.wgan, self.toy_set, self.seed = wgan, toy_set, seed
+        self.sampler, self.raw, self.toy_set, self.seed = sampler, raw, toy_set, seed
+        self.emas = emas or {}  # {decay: Sampler} of a run keeping several EMAs
         self.num_samples, self.every = num_samples, every
         self.path = Path(run_dir) / CURVE_FILE
         self.centers, self.std = MODE_CENTERS.get(toy_set), MODE_STD.get(toy_set)
@@ -135,18 +148,18 @@ class Curve:
         from lipgan.metrics.evaluation import generate
         from lipgan.metrics.toy import mode_metrics, sliced_wasserstein1
 
-        def measure(generator) -> dict:
-            fake = generate(self.wgan, self.num_samples, self.seed, generator)
+        def measure(sampler) -> dict:
+            fake = generate(sampler, self.num_samples, self.seed)
             out = {"sliced_w1": sliced_wasserstein1(fake, self.real)}
             if self.centers is not None:
                 modes = mode_metrics(fake, self.centers, self.std)
                 out.update({k: v for k, v in modes.items() if k in CURVE_KEYS})
             return out
 
-        out = measure(self.wgan.sampler)
-        if self.wgan.generator_ema is not None:  # the same run without its EMA, for comparison
-            out[NO_EMA] = measure(self.wgan.generator)
-            out.update(by_decay(self.wgan, measure, {k: v for k, v in out.items() if k != NO_EMA}))
+        out = measure(self.sampler)
+        if self.raw is not None:  # the same run without its EMA, for comparison
+            out[NO_EMA] = measure(self.raw)
+            out.update(by_decay(self.emas, measure, {k: v for k, v in out.items() if k != NO_EMA}))
         return out
 
     def record(self, step: int, seconds: float) -> None:

@@ -407,7 +407,7 @@ def cell_config(name: str, folder=None) -> tuple[str, list[str]]:
     """(gin config, data bindings) of a cell on the user data set ``name``."""
     path = cell_data_path(name, folder).absolute()
     meta, _ = read_frozen(path)
-    bindings = ["train.dataset = @array_file()", f"array_file.path = {str(path)!r}"]
+    bindings = ["train.data = @array_file()", f"array_file.path = {str(path)!r}"]
     if meta["kind"] == "vectors":
         bindings.append(f"mlp_generator.latent_dim = {max(2, int(meta['shape'][0]))}")
     return CONFIGS[meta["kind"]], bindings

@@ -43,7 +43,7 @@ def sample_metrics(fake, held_out, arrays: dict) -> dict:
     return out
 
 
-def cell_metrics(trainer, path: Path, generator=None) -> dict:
+def cell_metrics(view, path: Path, sampler) -> dict:
     """A cell's final metrics on its user data set: :func:`sample_metrics` of as many samples
     (the fixed noise of :func:`lipgan.metrics.evaluation.generate`) as there are held-out rows, and the
     critic's gap on the same points."""
@@ -52,10 +52,10 @@ def cell_metrics(trainer, path: Path, generator=None) -> dict:
 
     _, arrays = read_frozen(path)
     held_out = arrays["held_out"]
-    fake = evaluation.generate(trainer.wgan, len(held_out), trainer.seed, generator)
+    fake = evaluation.generate(sampler, len(held_out), view.seed)
     return {
         **sample_metrics(fake, held_out, arrays),
-        "critic_wasserstein": evaluation.critic_wasserstein(trainer.wgan.critic, held_out, fake),
+        "critic_wasserstein": evaluation.critic_wasserstein(view.critic, held_out, fake),
     }
 
 

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lipgan.core import child_process
+from lipgan.core.compare import differences
 from lipgan.core.errors import ConfigError, Interrupted
 from lipgan.run.interrupt import SIGNALS
 from lipgan.study import own_data, sessions
@@ -65,7 +66,7 @@ def read_result(out: Path, cell: Cell) -> tuple[dict | None, str | None]:
         return None, f"unreadable ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
     if not isinstance(result, dict):
         return None, f"a JSON {type(result).__name__}, not a result"
-    if result.get("cell") != cell.as_dict():
+    if cell.differences(result.get("cell")):
         return None, None
     if result.get("status") not in ("ok", "failed") or not isinstance(
         result.get("metrics", {}), dict
@@ -134,7 +135,7 @@ def _check_out(out: Path, spec: StudySpec, force: bool) -> None:
             old = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
             old = f"unreadable ({str(exc).splitlines()[0]})"
-        if old != spec.as_dict() and not force:
+        if (not isinstance(old, dict) or differences(old, spec.as_dict())) and not force:
             what = old if isinstance(old, str) else "another spec"
             raise ConfigError(
                 f"{path} holds {what}; use another --out, or pass --force to replace it (cells "
@@ -299,7 +300,7 @@ def _move_other_cell_aside(run_dir: Path, cell: Cell) -> None:
         recorded = json.loads((run_dir / "cell.json").read_text())
     except (OSError, ValueError):
         return
-    if recorded == cell.as_dict() or cell.continues(recorded):
+    if not cell.differences(recorded) or cell.continues(recorded):
         return
     aside, n = run_dir.with_name(run_dir.name + "-replaced"), 1
     while aside.exists():

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lipgan.core.compare import differences
 from lipgan.core.errors import ConfigError
 
 #: Data set name on the command line -> (shipped gin config, ``dataset.name`` binding or None).
@@ -176,8 +177,16 @@ class Cell:
         if self.trial_seed is None or not isinstance(recorded, dict):
             return False
         steps = recorded.get("steps")
-        same = {**recorded, "steps": self.steps} == self.as_dict()
+        same = not differences(recorded, self.as_dict(), ignore=("steps",))
         return same and isinstance(steps, int) and steps < self.steps
+
+    def differences(self, recorded) -> list[str]:
+        """How a recorded cell (its ``cell.json``, ``result.json["cell"]``) differs from this
+        one, by the one comparison of runs (:func:`lipgan.run.spec.differences`); [] when it is
+        this cell."""
+        if not isinstance(recorded, dict):
+            return [f"not a cell: a JSON {type(recorded).__name__}"]
+        return differences(recorded, self.as_dict())
 
     def gin(self, data_dir=None) -> tuple[list[str], list[str]]:
         """(gin files, bindings) of this cell's run; ``data_dir``: where a user data set's frozen

@@ -2,11 +2,11 @@
 ``lipgan run --resume DIR``), for runs made by ``lipgan run`` and from Python alike.
 
 A run made by ``lipgan run`` is rebuilt from the gin config its record holds (parsed again, with
-the command's ``--bind`` after it), so a resumed CLI run is configured exactly as ``lipgan run``
-configures one. A run made in Python is rebuilt from the record's ``rebuild`` section
+the command's ``--bind`` after it, at the CLI's edge: :func:`lipgan.config.gin_binding.rebuild_trainer`), so a
+resumed CLI run is configured exactly as ``lipgan run`` configures one. A run made in Python is rebuilt from the record's ``rebuild`` section
 (:mod:`lipgan.run.description`): the models from their Keras serializations, the plugins from their
 registered names and arguments, the data by name or from ``data/``. The weights come from the
-checkpoints (``trainer.restore`` or ``fit``). :func:`load` imports the modules the description
+checkpoints (``trainer.restore`` or ``fit``). :func:`spec_arguments` imports the modules the description
 names (as unpickling would: a run dir is trusted like the code that wrote it).
 
 ``--mock-data`` means what it means for a gin run: a *named* TFDS dataset is loaded as
@@ -18,12 +18,11 @@ Resuming a Python run from the CLI re-reads the data from ``data/``, whose pipel
 the script's, so the input position is replayed from the seed instead of restored
 (``checkpoint_input`` off for that run). A script's pipeline that reshuffled every pass was saved as
 one pass, in its order. Data that was only shape-known (a factory only the script can call) gives
-:func:`load` a zeros pipeline marked ``no_examples``: ``lipgan sample`` then draws no real points.
+:func:`spec_arguments` a zeros pipeline marked ``no_examples``: ``lipgan sample`` then draws no real points.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import importlib
 import os
@@ -35,6 +34,7 @@ from pathlib import Path
 from lipgan.core.errors import ConfigError, first_line
 from lipgan.run import record
 from lipgan.run.description import DATA, REGISTER_HINT, unregistered
+from lipgan.run.spec_fields import kind_of, recorded_fields, value_from_json
 
 #: ``train.*`` bindings a Python run dir takes on the CLI: how long and how often, as on resume.
 _BINDABLE = ("steps", "checkpoint_input", "inception_weights")
@@ -66,27 +66,21 @@ def gin_config(run_record: dict) -> str | None:
 
 
 def bindings(values) -> dict:
-    """``{'steps': 20, 'intervals': {'log_every': 5}, ...}`` from ``train.x=v`` bindings, the ones a
-    Python run dir takes (how long and how often); anything else is one line."""
+    """``{'steps': 20, 'intervals': {'log_every': 5}, ...}`` from ``train.x=v`` bindings read by
+    gin's grammar (``(binding, 'train.x', value)``, :func:`lipgan.config.gin_binding.binding_values`): the
+    ones a Python run dir takes (how long and how often); anything else is one line."""
     from lipgan.core.step_config import Intervals
 
     intervals = {f.name for f in dataclasses.fields(Intervals)}
     out: dict = {"intervals": {}}
-    for binding in values:
-        key, eq, text = binding.partition("=")
-        key = key.strip().removeprefix("train.")
-        if not eq or (key not in intervals and key not in _BINDABLE):
+    for binding, name, value in values:
+        key = name.removeprefix("train.")
+        if not name.startswith("train.") or (key not in intervals and key not in _BINDABLE):
             raise ConfigError(
                 f"--bind {binding!r}: a run dir written from Python takes only train.steps, "
                 "train.checkpoint_input, train.inception_weights and the intervals "
                 "(train.log_every, train.eval_every, ...)"
             )
-        try:
-            value = ast.literal_eval(text.strip())
-        except (ValueError, SyntaxError):
-            raise ConfigError(
-                f"--bind {binding!r}: {text.strip()!r} is not a Python literal"
-            ) from None
         (out["intervals"] if key in intervals else out)[key] = value
     return out
 
@@ -94,7 +88,7 @@ def bindings(values) -> dict:
 def check_mock_data(run_dir: str | Path, run_record: dict) -> None:
     """One line when ``--mock-data`` cannot apply to a Python run: its data is the copy stored in
     ``data/``, which the CLI reads as it is (a named dataset is mocked, as in a gin run; data that
-    was not stored is refused later, by :func:`trainer_arguments`, with or without the flag)."""
+    was not stored is refused later, by :func:`spec_arguments`, with or without the flag)."""
     if (run_record["rebuild"].get("data") or {}).get("kind") == "snapshot":
         raise ConfigError(
             f"--mock-data: {run_dir}'s data is stored in the run dir ({Path(run_dir) / DATA}), not "
@@ -245,7 +239,50 @@ def _data_factory(run_dir: Path, described: dict, need_data: bool):
     return shape_only
 
 
-def trainer_arguments(
+def _read_plugin(run_dir, described, field, registry, options):
+    if (
+        field.name == "strategy"
+    ):  # kept on resume (unless given); else the default, where the user is
+        given = options["strategy"]
+        if given is None and options["resume"]:
+            return _plugin_instance(described, "strategy", registry)
+        return given
+    return _plugin_instance(described, field.name, registry)
+
+
+def _read_optimizer(run_dir, described, field, registry, options):
+    return lambda key=field.name: _optimizer(run_dir, key, described[key])
+
+
+def _read_model(run_dir, described, field, registry, options):
+    return _model_factory(run_dir, described, field.name)
+
+
+def _read_data(run_dir, described, field, registry, options):
+    return _data_factory(run_dir, described, options["need_data"])
+
+
+def _read_value(run_dir, described, field, registry, options):
+    overrides = options["overrides"]
+    if field.metadata.get("group"):  # a group's overrides: {"intervals": {"log_every": 5}}
+        return value_from_json(field, described, overrides.get(field.name))
+    return value_from_json(field, described, overrides)
+
+
+#: How each kind of :class:`lipgan.run.spec.RunSpec` field is read back from a record's ``rebuild``
+#: section (:data:`lipgan.run.description.DESCRIBE_KIND` writes it).
+READ_KIND = {
+    "data": _read_data,
+    "model": _read_model,
+    "plugin": _read_plugin,
+    "strategy": _read_plugin,
+    "optimizer": _read_optimizer,
+    "value": _read_value,
+}
+
+
+def spec_arguments(
+    spec_class,
     run_dir: str | Path,
     run_record: dict,
     registry,
@@ -255,70 +292,35 @@ def trainer_arguments(
     bound=(),
     strategy=None,
 ):
-    """(the :class:`lipgan.Trainer` keywords that a Python run's record describes, the ``steps``
-    to train to).
+    """(the fields of ``spec_class`` (:class:`lipgan.run.spec.RunSpec`) that a Python run's record
+    describes, the ``steps`` to train to): one per recorded field, by its kind
+    (:data:`READ_KIND`).
 
     ``resume`` keeps the run's strategy (unless ``strategy``, a lipgan strategy, overrides it);
     otherwise it runs on the default one, where the user is. ``bound`` are ``train.x=v``
     bindings (:func:`bindings`).
     """
-    from lipgan.core.step_config import Intervals, StepConfig
-
     run_dir = Path(run_dir)
     described = run_record["rebuild"]
     overrides = bindings(bound)
-    critic = _model_factory(run_dir, described, "critic")
-    generator = _model_factory(run_dir, described, "generator")
-    constraint = _plugin_instance(described, "constraint", registry)
-    if strategy is None and resume:
-        strategy = _plugin_instance(described, "strategy", registry)
-    data = _data_factory(run_dir, described, need_data)
-    optimizers = {
-        key: (lambda key=key: _optimizer(run_dir, key, described[key]))
-        for key in ("critic_optimizer", "generator_optimizer")
+    options = {
+        "need_data": need_data,
+        "resume": resume,
+        "strategy": strategy,
+        "overrides": overrides,
     }
+    arguments = {}
     try:
-        step_config = StepConfig(**described["step_config"])
-        intervals = Intervals(**{**described["intervals"], **overrides["intervals"]})
+        for field in recorded_fields(spec_class):
+            arguments[field.name] = READ_KIND[kind_of(field)](
+                run_dir, described, field, registry, options
+            )
     except TypeError as exc:  # a setting this lipgan does not know: a damaged record
         raise ConfigError(
             f"{run_dir / record.RECORD}: rebuild.step_config or rebuild.intervals holds a setting "
             f"lipgan does not know ({first_line(exc, 200)}); restore the run's own run.json"
         ) from None
-    arguments = dict(
-        data=data,
-        critic=critic,
-        generator=generator,
-        constraint=constraint,
-        strategy=strategy,
-        step_config=step_config,
-        intervals=intervals,
-        # data/ is not the script's pipeline: its position is replayed, not restored.
-        checkpoint_input=described["data"]["kind"] != "snapshot"
-        and overrides.get("checkpoint_input", described["checkpoint_input"]),
-        inception_weights=overrides.get("inception_weights", described["inception_weights"]),
-        **optimizers,
-    )
+    # data/ is not the script's pipeline: its position is replayed, not restored.
+    if described["data"]["kind"] == "snapshot":
+        arguments["checkpoint_input"] = False
     return arguments, int(overrides.get("steps", described["steps"]))
-
-
-def load(run_dir, registry, *, bound=(), need_data: bool = True, **options):
-    """(the :class:`lipgan.Trainer` that ``run_dir``'s record describes, the steps to train to),
-    built but not restored, on the default strategy (where the user is).
-
-    A CLI run: its gin config parsed again with ``bound`` after it (leaves gin configured). A
-    Python run: :func:`trainer_arguments` (``options`` are its own).
-    """
-    from lipgan.run.trainer import Trainer
-
-    run_record = read(run_dir)
-    text = gin_config(run_record)
-    if text is not None:
-        from lipgan.config import gin_binding as config
-
-        config.parse_text(text, [*bound, "train.strategy = @default()"], registry)
-        return config.build_trainer(), int(config.bound_steps())
-    arguments, steps = trainer_arguments(
-        run_dir, run_record, registry, bound=bound, need_data=need_data, **options
-    )
-    return Trainer(**arguments), steps
