@@ -1,0 +1,15 @@
+#!/usr/bin/env sh
+# Successive halving on spectral norm, grid (issue #41 item 2): the same 20 configs as the
+# exhaustive full-budget search in studies/tuned-sn-grid-full (one seed of every config at 4,000
+# iterations: 80,000 iterations), searched with eta = 4 and three rungs (250, 1,000 and 4,000
+# iterations; 20, 5 and 2 configs) at 2 seeds per config per rung: 29,500 iterations (37 %).
+# The chosen config is then re-run over 5 fresh seeds like the exhaustive search's. Re-running
+# the same command resumes.
+#   LIPGAN_TREE=/path/to/a/checkout runs that tree's code (a snapshot, so that editing the work
+#   tree does not change the code of runs still to start).
+set -eu
+export TF_CPP_MIN_LOG_LEVEL=3
+if [ -n "${LIPGAN_TREE:-}" ]; then export PYTHONPATH="$LIPGAN_TREE"; fi
+exec nice -n 15 lipgan tune --constraint spectral_norm --dataset grid --configs 20 \
+  --search halving --eta 4 --rungs 3 --search-seeds 2 --seeds 5 \
+  --out studies/halving-sn-grid "$@"
