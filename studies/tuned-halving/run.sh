@@ -1,0 +1,20 @@
+#!/usr/bin/env sh
+# The tuned study with a full-budget search for every row (issue #41 items 2-3; issue #39 item 4):
+# every constraint with a search space (the certified constructions with MaxMin), ring and grid;
+# the same 20 configs per row as studies/tuned, searched by successive halving (eta 4, three
+# rungs: 250, 1,000 and 4,000 iterations; 20, 5 and 2 configs; 2 seeds per config per rung; the
+# schedule checked against the exhaustive search in studies/halving-sn-grid), the chosen config
+# re-run over 10 fresh seeds at 4,000 iterations with three generator EMAs (decays 0.999, 0.99
+# and 0.9999 from iteration 1,000) measured from the same runs, the decay chosen per row like any
+# other setting. Re-running the same command resumes: finished runs are read back.
+#   LIPGAN_TREE=/path/to/a/checkout runs that tree's code (a snapshot, so that editing the work
+#   tree does not change the code of runs still to start).
+set -eu
+export TF_CPP_MIN_LOG_LEVEL=3
+if [ -n "${LIPGAN_TREE:-}" ]; then  # its lipgan and its built-in plugins (lipgan_plugins)
+  shim=$(mktemp -d) && ln -s "$LIPGAN_TREE/plugins" "$shim/lipgan_plugins"
+  export PYTHONPATH="$LIPGAN_TREE:$shim"
+fi
+exec nice -n 15 lipgan tune --configs 20 --search halving --eta 4 --rungs 3 --search-seeds 2 \
+  --seeds 10 --ema-decays 0.999,0.99,0.9999 \
+  --shared studies/converged/ring --shared studies/converged/grid --out studies/tuned-halving "$@"
