@@ -7,6 +7,9 @@
 # re-run over 10 fresh seeds at 4,000 iterations with three generator EMAs (decays 0.999, 0.99
 # and 0.9999 from iteration 1,000) measured from the same runs, the decay chosen per row like any
 # other setting. Re-running the same command resumes: finished runs are read back.
+# NOT RUN YET: the schedule must first pass its check on spectral norm, grid; eta = 4 failed it
+# (docs/study.md, "Checked against an exhaustive search"), so eta and the rungs here change to
+# whichever schedule passes (studies/halving-sn-grid-eta3 tries eta = 3) before the study starts.
 #   LIPGAN_TREE=/path/to/a/checkout runs that tree's code (a snapshot, so that editing the work
 #   tree does not change the code of runs still to start).
 set -eu
