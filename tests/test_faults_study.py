@@ -350,8 +350,6 @@ def test_a_cell_that_crashes_twice_is_recorded_failed_with_both_errors(tmp_path,
 
 
 def test_an_error_raised_while_tracing_is_named_by_its_cause():
-    from lipgan.core.errors import first_line
-
     traced = TypeError('in user code:\n\n    File "x.py", line 3, in step\n\n    TypeError: bad')
-    assert first_line(traced) == "TypeError: bad"
-    assert first_line(ValueError("plain\nmore")) == "plain"
+    assert cell_module.failure_summary(traced) == "TypeError: bad"
+    assert cell_module.failure_summary(ValueError("plain\nmore")) == "plain"

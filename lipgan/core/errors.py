@@ -79,14 +79,9 @@ class Interrupted(LipganError):
 
 def first_line(exc: BaseException, limit: int | None = None) -> str:
     """The gist of an exception as one line: its first non-empty line, without TensorFlow's
-    ``{{function_node ...}}`` and ``[Op:...]`` decorations (optionally cut to ``limit`` characters).
-
-    An error raised while ``tf.function`` traces reads "in user code:", then the Python stack,
-    then the original error: its last line is the gist."""
+    ``{{function_node ...}}`` and ``[Op:...]`` decorations (optionally cut to ``limit`` characters)."""
     text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
-    line = lines[-1] if lines and lines[0] == "in user code:" else None
-    line = line or (lines[0] if lines else type(exc).__name__)
+    line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), type(exc).__name__)
     line = re.sub(r"\{\{[^}]*\}\}\s*", "", line)
     line = re.sub(r"\s*\[Op:[^\]]*\]?.*$", "", line)
     return line[:limit] if limit else line

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -274,6 +275,18 @@ def raw_sampler(view):
 RUN_DIR_REFUSED = 3
 
 
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception): ")
+
+
+def failure_summary(exc: BaseException) -> str:
+    """A failed cell's error in one line: an error raised while ``tf.function`` traces reads "in
+    user code:", then the Python stack, then the original error, which is the line to keep."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    if lines and lines[0] == "in user code:":
+        return next((ln for ln in reversed(lines) if _RAISED.match(ln)), lines[-1])
+    return first_line(exc)
+
+
 def main(argv: list[str], run_cell: Callable[[dict, Path], dict]) -> int:
     """The cell process: ``run_cell(cell, run_dir)`` (the gin edge's,
     :func:`lipgan.config.cells.run_cell`) for ``argv = [CELL_JSON, RUN_DIR]``, its result (or
@@ -298,7 +311,7 @@ def main(argv: list[str], run_cell: Callable[[dict, Path], dict]) -> int:
         print(f"Error: {first_line(exc)}", file=sys.stderr)
         return RUN_DIR_REFUSED
     except BaseException as exc:  # any failure is the cell's result, never the study's
-        message = f"{type(exc).__name__}: {first_line(exc)}"
+        message = f"{type(exc).__name__}: {failure_summary(exc)}"
         # A LipganError (a refused setting, a non-finite loss) says what the method did; anything
         # else (a TensorFlow crash, an OSError) may be the machine's, so the runner retries it once.
         result, code = {"status": "failed", "error": message}, 1
