@@ -260,7 +260,7 @@ def test_train_writes_diagnostics_and_toy_metrics(tmp_path):
         # process's global seed state; reset it so that both runs see the same data.
         keras.utils.set_random_seed(0)
         return train(
-            dataset=dataset("lipgan_toy/8gaussians"),
+            data=dataset("lipgan_toy/8gaussians"),
             critic=lambda s: mlp_critic(s, width=16, depth=2),
             generator=lambda s: mlp_generator(s, width=16, depth=2),
             constraint=GradientPenalty(weight=0.1),
@@ -309,7 +309,7 @@ def test_train_rejects_negative_diagnostics_interval():
 
     with pytest.raises(ConfigError, match="diagnostics_every"):
         train(
-            dataset=None,
+            data=None,
             critic=None,
             generator=None,
             constraint=None,
