@@ -30,7 +30,7 @@ def config_show(gin_files, bindings, strategy_name, as_json, disabled):
     """Print the config that `lipgan run` would use (files + bindings, resolved), then exit."""
     tensorflow_after_checks(list(gin_files) or [DEFAULT_CONFIG], bindings)
     import gin
-    from lipgan.config.gin_binding import bindings_of
+    from lipgan.config.recorded import bindings_of
 
     parse(discover(disabled), list(gin_files) or [DEFAULT_CONFIG], bindings, strategy_name)
     text = gin.config_str()

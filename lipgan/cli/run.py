@@ -2,7 +2,8 @@
 
 A gin run parses its files and bindings at this edge (:mod:`lipgan.config.gin_binding`) and trains
 through the gin root ``train``; a resumed run parses its recorded gin config again, or is rebuilt
-from its description when it was written from Python (:mod:`lipgan.run.rebuild`).
+from its description when it was written from Python (:mod:`lipgan.config.recorded`, on the
+record :mod:`lipgan.run.rebuild` reads).
 """
 
 from __future__ import annotations
@@ -141,6 +142,7 @@ def resume(run_dir: Path, gin_files, bindings, strategy_name, force, quiet, disa
 
 def _resume(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled, mock_data):
     from lipgan.config import gin_binding as config
+    from lipgan.config import recorded
     from lipgan.run import rebuild
     from lipgan.run.progress import for_terminal
 
@@ -158,7 +160,7 @@ def _resume(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled,
         strategy = registry.get("strategy", strategy_name)() if strategy_name else None
 
         def resume_python():
-            trainer, steps = config.rebuild_trainer(
+            trainer, steps = recorded.rebuild_trainer(
                 run_dir, registry, resume=True, bound=bindings, strategy=strategy
             )
             return trainer.fit(steps, run_dir=run_dir, force=force, progress=for_terminal(quiet))
@@ -168,7 +170,7 @@ def _resume(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled,
     if gin_files:
         parse(discovery, gin_files, bindings, strategy_name)
     else:
-        config.parse_text(
+        recorded.parse_text(
             text, with_strategy(discovery, bindings, strategy_name), discovery.registry
         )
     return call(

@@ -23,7 +23,7 @@ from lipgan.core.errors import ConfigError
 def load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: bool = True):
     """The Trainer of ``run_dir`` (its own config, default strategy) with its latest checkpoint,
     and the step restored."""
-    from lipgan.config import gin_binding as config
+    from lipgan.config import recorded
     from lipgan.run import rebuild
 
     run_record = rebuild.read(run_dir)
@@ -31,7 +31,7 @@ def load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: bool
     if mock_data and rebuild.gin_config(run_record) is None:
         rebuild.check_mock_data(run_dir, run_record)
     trainer, _ = call(
-        config.rebuild_trainer,
+        recorded.rebuild_trainer,
         mock_data,
         run_dir=run_dir,
         registry=discovery.registry,
