@@ -12,6 +12,7 @@ from lipgan.cli.options import (
     disable_option,
     discover,
     parse,
+    strategy_option,
     tensorflow_after_checks,
 )
 
@@ -23,7 +24,7 @@ def config_group():
 
 @config_group.command(name="show")
 @config_options
-@click.option("--strategy", "strategy_name", metavar="NAME", help="Override train.strategy.")
+@strategy_option
 @click.option("--json", "as_json", is_flag=True, help="The bindings as a JSON object.")
 @disable_option
 def config_show(gin_files, bindings, strategy_name, as_json, disabled):

@@ -21,7 +21,9 @@ from lipgan.cli.options import (
     config_options,
     disable_option,
     discover,
+    mock_data_option,
     parse,
+    strategy_option,
     summarize,
     tensorflow_after_checks,
     with_strategy,
@@ -38,9 +40,7 @@ def _default_run_dir(gin_files) -> Path:
 
 @click.command()
 @config_options
-@click.option(
-    "--strategy", "strategy_name", metavar="NAME", help="Override train.strategy, e.g. mirrored."
-)
+@strategy_option
 @click.option(
     "--run-dir",
     type=PATH,
@@ -54,7 +54,7 @@ def _default_run_dir(gin_files) -> Path:
     help="Continue the run in DIR with its own config (extend it with --bind train.steps=N).",
 )
 @click.option("--force", is_flag=True, help="Continue a run dir even though its config differs.")
-@click.option("--mock-data", is_flag=True, help="Use tfds.testing.mock_data instead of real data.")
+@mock_data_option
 @click.option(
     "--logger",
     "logger_names",
