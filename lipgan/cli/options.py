@@ -72,6 +72,12 @@ strategy_option = click.option(
     "--strategy", "strategy_name", metavar="NAME", help="Override train.strategy, e.g. mirrored."
 )
 
+#: ``--verbose`` of the group and of ``lipgan run`` (where it is also read after the command
+#: name): TensorFlow's start-up lines shown (:func:`import_tensorflow`).
+verbose_option = click.option(
+    "--verbose", is_flag=True, help="Show TensorFlow's C++ and Python log output."
+)
+
 #: ``--mock-data``: TFDS data sets read from ``tfds.testing.mock_data`` (:func:`call`).
 mock_data_option = click.option(
     "--mock-data", is_flag=True, help="Use tfds.testing.mock_data instead of real data."
@@ -231,7 +237,8 @@ def dataset_option(images: bool):
         multiple=True,
         metavar="NAME|PATH",
         help=f"{names}, or a .npy/.npz file of your own: {examples} under 'x', optional 'modes' "
-        "[K, d] and 'mode_std' (docs/study.md, \"Your own data\"; repeatable; default: ring, grid).",
+        "[K, d] and 'mode_std' (docs/study.md, \"Your own data\"; repeatable; default: ring, "
+        "grid).",
     )
 
 

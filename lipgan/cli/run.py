@@ -26,6 +26,7 @@ from lipgan.cli.options import (
     strategy_option,
     summarize,
     tensorflow_after_checks,
+    verbose_option,
     with_strategy,
 )
 from lipgan.core.errors import ConfigError
@@ -64,7 +65,7 @@ def _default_run_dir(gin_files) -> Path:
 )
 @disable_option
 @click.option("--quiet", is_flag=True, help="Print only errors and the run dir.")
-@click.option("--verbose", is_flag=True, help="Show TensorFlow's C++ and Python log output.")
+@verbose_option
 def run(
     gin_files,
     bindings,

@@ -1,13 +1,14 @@
-"""A run dir's recorded config read back at the gin edge: the Trainer of a finished run rebuilt.
+"""A run dir's recorded config read back at the gin edge: the Trainer its record describes.
 
-What ``eval``, ``audit``, ``sample`` and ``run --resume`` need of a run dir (:mod:`lipgan.run.rebuild`
-reads its one record, ``run.json``). A run made by ``lipgan run`` recorded its gin config
-(:class:`lipgan.config.gin_binding.GinRecord`), parsed again here with the command's ``--bind``
-after it (:func:`parse_text`); a run made in Python recorded its spec, rebuilt by
+What ``eval``, ``audit``, ``sample`` and ``run --resume`` need of a run dir, whose one record
+(``run.json``) :mod:`lipgan.run.rebuild` reads. A run made by ``lipgan run`` recorded its gin
+config (:class:`lipgan.config.gin_binding.GinRecord`), parsed again here with the command's
+``--bind`` after it (:func:`parse_text`); a run made in Python recorded its spec, rebuilt by
 :meth:`lipgan.run.spec.RunSpec.from_json` with the ``--bind`` strings read by gin's own grammar
 (:func:`binding_values`), so ``--bind`` has one grammar either way. :func:`bindings_of` reads a
-config as gin writes it (``lipgan config show --json``). Apart from :mod:`lipgan.config.gin_binding`,
-which parses the files a new run starts from, and which this module builds on.
+config as gin writes it (``lipgan config show --json``). Kept apart from
+:mod:`lipgan.config.gin_binding`, which parses the files a new run starts from and which this
+module builds on.
 """
 
 from __future__ import annotations
