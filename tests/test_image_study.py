@@ -177,13 +177,12 @@ def test_the_floor_compares_disjoint_real_samples_halving_a_set_smaller_than_2n(
         return data.batch(batch, drop_remainder=True)
 
     data = {"factory": factory, "batch_size": 2, "inception_weights": None}
-    monkeypatch.setattr(refs, "data_of", lambda dataset, seed, bindings: data)
     monkeypatch.setattr("lipgan.data.pipeline.num_examples", lambda f: len(examples))
     seen = []
     monkeypatch.setattr(
         refs, "score", lambda d, fake, real, *rest: seen.append((fake, real)) or {"fid": 1.0}
     )
-    out = refs.compute("cifar10", n, 1, ("fid",))
+    out = refs.compute("cifar10", n, 1, ("fid",), data_of=lambda dataset, seed, bindings: data)
     (again, first), (noise, real) = seen
     assert len(again) == len(first) == half and not set(again.ravel()) & set(first.ravel())
     assert len(real) == n and noise.shape == real.shape and np.abs(noise).max() <= 1
@@ -220,3 +219,18 @@ def test_lipgan_shapes_draws_the_shape_its_label_names_the_same_everywhere():
     foreground = (images != images[:, :1, :1]).any(-1).mean((1, 2))
     rings, discs = foreground[labels == 2], foreground[labels == 0]
     assert 0 < rings.mean() < discs.mean()
+
+
+@pytest.mark.slow
+def test_reference_rows_computed_at_the_gin_edge_fail_in_one_line_naming_the_data_set():
+    """The study reads no gin: the image reference rows are built in the gin edge's child process
+    (``python -m lipgan.config.cells --references``); a binding the data set's gin refuses there
+    comes back as one line, not a child's traceback."""
+    from lipgan.core.errors import LipganError
+    from lipgan.study import image_references as refs
+
+    with pytest.raises(LipganError) as caught:
+        refs.in_child("cifar10", 4, 1, ("fid",), bindings=("train.no_such_keyword = 1",))
+    message = str(caught.value)
+    assert message.startswith("the reference rows of cifar10 could not be computed: ")
+    assert "no_such_keyword" in message and "\n" not in message

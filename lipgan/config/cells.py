@@ -5,7 +5,10 @@ A study cell is a shipped gin config plus bindings (:meth:`lipgan.study.spec.Cel
 CELL_JSON RUN_DIR`` (:data:`lipgan.study.runner.CELL_PROCESS`), and this module, at the gin edge,
 parses the cell's config and hands the training to :func:`lipgan.study.cell.measure`, which takes
 the curve, evaluates and writes ``result.json`` (:func:`lipgan.study.cell.main`). ``lipgan tune
---bench`` builds its rows' trainers with :func:`cell_trainer`.
+--bench`` builds its rows' trainers with :func:`cell_trainer`. An image study's reference rows
+(real data, uniform noise) need the data sets' data, built from their gin the same way: the
+study starts ``python -m lipgan.config.cells --references ARGS_JSON OUT_JSON``
+(:func:`lipgan.study.image_references.in_child`), and :func:`data_of` builds it here.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 
 from lipgan.config import gin_binding as config
 from lipgan.study import cell as study_cell
+from lipgan.study import image_references
 from lipgan.study.spec import DATASETS, Cell, image_metrics
 
 
@@ -68,7 +72,24 @@ def cell_trainer(cell: Cell, data_dir=None):
     return config.build_trainer()
 
 
+def data_of(dataset: str, seed: int, bindings=()) -> dict:
+    """The training data of ``dataset``'s study cells with ``seed``: ``{'factory', 'batch_size',
+    'inception_weights'}``, from its shipped config and ``bindings``, built as ``lipgan run``
+    builds it."""
+    from lipgan.core.plugins import default_registry
+
+    gin_files, cell_bindings = Cell(dataset, "none", seed, 1, 2, tuple(bindings)).gin()
+    trainer = config.trainer_of(gin_files, cell_bindings, default_registry())
+    return {
+        "factory": trainer.data_factory,
+        "batch_size": trainer.global_batch_size,
+        "inception_weights": trainer.inception_weights,
+    }
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == [image_references.CHILD_FLAG]:
+        return image_references.child_main(argv[1:], data_of)
     return study_cell.main(argv, run_cell)
 
 

@@ -20,11 +20,24 @@ seed, on the very real sample that seed's cells are scored against (the same dat
 The data comes from the data set's shipped config with the study's ``--bind`` (so a binding that
 replaces the data replaces it here too), built as ``lipgan run`` builds it; the metrics are the
 registered ones (``lipgan_register_metrics``), so a plugin's metric gets its floor the same way.
+
+The study reads no gin, so the rows are computed where the gin is read: in a child process of the
+gin edge, ``python -m lipgan.config.cells --references`` (:func:`in_child`), as a cell is, which
+hands :func:`compute` the data (``data_of``, :func:`lipgan.config.cells.data_of`).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
 import numpy as np
+
+from lipgan.core import child_process
+from lipgan.core.errors import LipganError
 
 REAL = "real data"
 NOISE = "uniform noise"
@@ -33,23 +46,6 @@ WHAT = {
     REAL: "a second real sample of the same size from the cells' real stream (the floor)",
     NOISE: "every pixel uniform on [−1, 1]",
 }
-
-
-def data_of(dataset: str, seed: int, bindings=()) -> dict:
-    """The training data of ``dataset``'s cells with ``seed``: ``{'factory', 'batch_size',
-    'inception_weights'}``, from its shipped config and ``bindings``, built as ``lipgan run``
-    builds it."""
-    from lipgan.config import gin_binding as config
-    from lipgan.core.plugins import default_registry
-    from lipgan.study.spec import Cell
-
-    gin_files, cell_bindings = Cell(dataset, "none", seed, 1, 2, tuple(bindings)).gin()
-    trainer = config.trainer_of(gin_files, cell_bindings, default_registry())
-    return {
-        "factory": trainer.data_factory,
-        "batch_size": trainer.global_batch_size,
-        "inception_weights": trainer.inception_weights,
-    }
 
 
 def score(dataset: str, fake, real, seed: int, data: dict, metrics) -> dict:
@@ -74,15 +70,60 @@ def score(dataset: str, fake, real, seed: int, data: dict, metrics) -> dict:
     return values
 
 
-def compute(dataset: str, n: int, seeds: int, metrics, bindings=()) -> dict:
+#: The gin edge's module that runs :func:`compute` (by name: the study imports no gin).
+GIN_EDGE = "lipgan.config.cells"
+#: Its first argument for this job (a cell's is the cell's JSON file).
+CHILD_FLAG = "--references"
+
+
+def in_child(dataset: str, n: int, seeds: int, metrics, bindings=()) -> dict:
+    """:func:`compute` in a child process of the gin edge (``python -m lipgan.config.cells
+    --references ARGS_JSON OUT_JSON``), which builds each seed's data from the data set's gin;
+    a failure there is raised here as a :class:`LipganError` with the child's last line."""
+    args = {"dataset": dataset, "n": n, "seeds": seeds, "metrics": list(metrics),
+            "bindings": list(bindings)}  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="lipgan-references-") as tmp:
+        args_file, out_file = Path(tmp) / "args.json", Path(tmp) / "rows.json"
+        args_file.write_text(json.dumps(args))
+        # the study's working directory, where relative paths in its bindings point (as a cell's)
+        child = child_process.start(GIN_EDGE, CHILD_FLAG, args_file, out_file, cwd=os.getcwd())
+        proc = child_process.finish(child)
+        if proc.returncode != 0 or not out_file.exists():
+            lines = [x for x in (proc.stderr or proc.stdout or "").splitlines() if x.strip()]
+            last = lines[-1].removeprefix("Error: ") if lines else f"exit status {proc.returncode}"
+            raise LipganError(f"the reference rows of {dataset} could not be computed: {last}")
+        return json.loads(out_file.read_text())
+
+
+def child_main(argv: list[str], data_of: Callable[[str, int, tuple], dict]) -> int:
+    """The child's side of :func:`in_child`: ``argv = [ARGS_JSON, OUT_JSON]``; ``data_of`` is the
+    gin edge's (:func:`lipgan.config.cells.data_of`). The exit status."""
+    import sys
+
+    args = json.loads(Path(argv[0]).read_text())
+    try:
+        rows = compute(**args, data_of=data_of)
+    except Exception as exc:  # one line for the parent (in_child); the traceback is the child's
+        print(f"Error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    tmp = Path(argv[1]).with_suffix(".tmp")
+    tmp.write_text(json.dumps(rows, default=float))
+    tmp.replace(argv[1])
+    return 0
+
+
+def compute(dataset: str, n: int, seeds: int, metrics, bindings=(), *, data_of: Callable) -> dict:
     """``{'image': True, 'metrics', 'floor': None, 'rows': {row: {'what', 'cells'}}}``: the
-    reference rows of ``dataset`` over ``seeds`` seeds of ``n`` samples (module docstring)."""
+    reference rows of ``dataset`` over ``seeds`` seeds of ``n`` samples (module docstring).
+    ``data_of(dataset, seed, bindings)``: the training data of ``dataset``'s cells with ``seed``,
+    ``{'factory', 'batch_size', 'inception_weights'}``, built as ``lipgan run`` builds it."""
     from lipgan.data.pipeline import num_examples
     from lipgan.metrics.evaluation import real_samples
 
     rows = {name: {"what": what, "cells": []} for name, what in WHAT.items()}
     for seed in range(seeds):
-        data = data_of(dataset, seed, bindings)
+        data = data_of(dataset, seed, tuple(bindings))
         size = num_examples(data["factory"])
         half = n if size is None or 2 * n <= size else size // 2
         if half < n:

@@ -127,7 +127,7 @@ def compute(
             return None
         from lipgan.study import image_references
 
-        return image_references.compute(
+        return image_references.in_child(
             dataset, n, seeds, image_metrics(dataset, metrics), bindings
         )
     return {
