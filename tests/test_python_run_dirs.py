@@ -143,10 +143,10 @@ def test_resuming_a_python_run_from_the_cli_continues_it_exactly(tmp_path):
 
 
 def _restored_critic(run_dir):
-    from lipgan.config import gin_binding as config
+    from lipgan.config import recorded
     from lipgan.core.plugins import load_registry
 
-    trainer, steps = config.rebuild_trainer(run_dir, load_registry().registry)
+    trainer, steps = recorded.rebuild_trainer(run_dir, load_registry().registry)
     assert trainer.restore(run_dir) == steps == 4
     return trainer.critic.get_weights()
 

@@ -13,8 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 import gin
-from lipgan.config import gin_binding as config
-from lipgan.config import train_root
+from lipgan.config import recorded, train_root
 from lipgan.core.plugins import load_registry
 from lipgan.metrics import images as m
 from lipgan.run import rebuild
@@ -41,7 +40,7 @@ print(
         3,
     ),
 )
-config.parse_text(rebuild.gin_config(rebuild.read(run_dir)), [], load_registry().registry)
+recorded.parse_text(rebuild.gin_config(rebuild.read(run_dir)), [], load_registry().registry)
 b = gin.get_bindings(train_root.train)
 shape = tuple(b["dataset"](8, 0).element_spec.shape[1:])
 for ckpt in tf.train.get_checkpoint_state(str(run_dir / "checkpoints")).all_model_checkpoint_paths:

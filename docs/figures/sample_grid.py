@@ -13,8 +13,7 @@ from pathlib import Path
 import tensorflow as tf
 
 import gin
-from lipgan.config import gin_binding as config
-from lipgan.config import train_root
+from lipgan.config import recorded, train_root
 from lipgan.core.plugins import load_registry
 from lipgan.plots.images import save_grid
 from lipgan.run import rebuild
@@ -22,7 +21,7 @@ from lipgan.run import rebuild
 
 def main(run_dir: str, out: str, n: int = 100, scale: int = 3) -> None:
     text = rebuild.gin_config(rebuild.read(run_dir))
-    config.parse_text(text, [], load_registry().registry)
+    recorded.parse_text(text, [], load_registry().registry)
     bindings = gin.get_bindings(train_root.train)
     data = bindings["dataset"](8, 0)
     generator = bindings["generator"](tuple(data.element_spec.shape[1:]))

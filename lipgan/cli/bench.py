@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from lipgan.cli.options import PATH
+from lipgan.cli.options import PATH, constraint_option
 from lipgan.core.errors import ConfigError
 
 
@@ -53,13 +53,8 @@ def _check_strategies(specs, sweep) -> None:
     type=click.Choice(["toy", "dcgan"]),
     help="Model family (repeatable; default: toy and dcgan).",
 )
-@click.option(
-    "--constraint",
-    "constraints",
-    multiple=True,
-    metavar="SPEC",
-    help="name or name:key=value,... (repeatable; default: every registered constraint "
-    "plus gradient_penalty:fast_relu=True and gradient_penalty:every=16).",
+@constraint_option(
+    "every registered constraint plus gradient_penalty:fast_relu=True and gradient_penalty:every=16"
 )
 @click.option(
     "--strategy",

@@ -12,6 +12,7 @@ from lipgan.cli.options import (
     disable_option,
     discover,
     parse,
+    strategy_option,
     tensorflow_after_checks,
 )
 
@@ -23,14 +24,14 @@ def config_group():
 
 @config_group.command(name="show")
 @config_options
-@click.option("--strategy", "strategy_name", metavar="NAME", help="Override train.strategy.")
+@strategy_option
 @click.option("--json", "as_json", is_flag=True, help="The bindings as a JSON object.")
 @disable_option
 def config_show(gin_files, bindings, strategy_name, as_json, disabled):
     """Print the config that `lipgan run` would use (files + bindings, resolved), then exit."""
     tensorflow_after_checks(list(gin_files) or [DEFAULT_CONFIG], bindings)
     import gin
-    from lipgan.config.gin_binding import bindings_of
+    from lipgan.config.recorded import bindings_of
 
     parse(discover(disabled), list(gin_files) or [DEFAULT_CONFIG], bindings, strategy_name)
     text = gin.config_str()

@@ -20,7 +20,7 @@ import sys
 
 import click
 
-from lipgan.cli.options import import_tensorflow
+from lipgan.cli.options import import_tensorflow, verbose_option
 from lipgan.core.errors import Interrupted, LipganError, first_line
 
 #: Command name -> ``module:attribute`` of its click command, imported on first use.
@@ -112,7 +112,7 @@ def configurable_error(text: str, summary: str) -> str:
 
 @click.group(cls=LipganGroup)
 @click.version_option(package_name="lipgan")
-@click.option("--verbose", is_flag=True, help="Show TensorFlow's C++ and Python log output.")
+@verbose_option
 @click.pass_context
 def cli(ctx: click.Context, verbose: bool) -> None:
     """lipgan: Wasserstein GANs with pluggable Lipschitz constraints."""

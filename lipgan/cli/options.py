@@ -7,6 +7,8 @@ TensorFlow and gin are imported inside the functions, after the CLI has set Tens
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 
 import click
@@ -41,15 +43,21 @@ class NonEmptyPath(click.Path):
 PATH = NonEmptyPath(path_type=Path)
 
 
-def config_options(command):
-    """``--gin FILE...`` and ``--bind 'a.b=v'...``: the config a command reads."""
-    command = click.option(
+def bind_option(where: str = ""):
+    """``--bind 'a.b=v'`` (repeatable): gin bindings after the config; ``where`` says what they
+    bind beyond it (``" for every run"`` of a study)."""
+    return click.option(
         "--bind",
         "bindings",
         multiple=True,
         metavar="'a.b=v'",
-        help="Extra gin binding (repeatable).",
-    )(command)
+        help=f"Extra gin binding{where} (repeatable).",
+    )
+
+
+def config_options(command):
+    """``--gin FILE...`` and ``--bind 'a.b=v'...``: the config a command reads."""
+    command = bind_option()(command)
     return click.option(
         "--gin",
         "gin_files",
@@ -57,6 +65,23 @@ def config_options(command):
         metavar="FILE",
         help=f"Gin config file or shipped config name (repeatable; default: {DEFAULT_CONFIG}).",
     )(command)
+
+
+#: ``--strategy NAME`` of ``run`` and ``config show``: one more binding (:func:`with_strategy`).
+strategy_option = click.option(
+    "--strategy", "strategy_name", metavar="NAME", help="Override train.strategy, e.g. mirrored."
+)
+
+#: ``--verbose`` of the group and of ``lipgan run`` (where it is also read after the command
+#: name): TensorFlow's start-up lines shown (:func:`import_tensorflow`).
+verbose_option = click.option(
+    "--verbose", is_flag=True, help="Show TensorFlow's C++ and Python log output."
+)
+
+#: ``--mock-data``: TFDS data sets read from ``tfds.testing.mock_data`` (:func:`call`).
+mock_data_option = click.option(
+    "--mock-data", is_flag=True, help="Use tfds.testing.mock_data instead of real data."
+)
 
 
 def import_tensorflow(verbose: bool) -> None:
@@ -181,6 +206,108 @@ def executor_options(command_name: str):
         return command
 
     return decorate
+
+
+#: The toy data sets that ``lipgan study`` and ``tune`` train on by name.
+TOY_DATASETS = "ring, grid, 8gaussians, 25gaussians, swissroll"
+
+
+def constraint_option(default: str):
+    """``--constraint SPEC`` (repeatable) of ``lipgan study``, ``tune`` and ``bench``: a
+    registered constraint and its arguments, as :func:`lipgan.bench.sweep.parse_spec` reads it;
+    ``default`` says which run when none is given."""
+    return click.option(
+        "--constraint",
+        "constraints",
+        multiple=True,
+        metavar="SPEC",
+        help=f"name or name:key=value,... (repeatable; default: {default}).",
+    )
+
+
+def dataset_option(images: bool):
+    """``--dataset NAME|PATH`` (repeatable) of ``lipgan study`` and ``tune``: a shipped data set by
+    name, or a file of the user's own (:mod:`lipgan.study.own_data`); ``images``: the image data
+    sets too (``tune`` tunes the toy ones only)."""
+    names = TOY_DATASETS + (", digits, cifar10" if images else "")
+    examples = "examples" if images else "vectors"
+    return click.option(
+        "--dataset",
+        "datasets",
+        multiple=True,
+        metavar="NAME|PATH",
+        help=f"{names}, or a .npy/.npz file of your own: {examples} under 'x', optional 'modes' "
+        "[K, d] and 'mode_std' (docs/study.md, \"Your own data\"; repeatable; default: ring, "
+        "grid).",
+    )
+
+
+def seeds_option(per: str, default: int | None = None):
+    """``--seeds N``: the seeds every measured config trains with, ``per`` naming the config.
+    Without ``default`` (the study's depends on ``--quick``), ``per`` states it."""
+    shown = {} if default is None else {"default": default, "show_default": True}
+    return click.option("--seeds", type=click.IntRange(min=1), help=f"Seeds {per}.", **shown)
+
+
+def steps_option(what: str):
+    """``--steps N``: the generator iterations of every measured run, by default each data set
+    config's own ``train.steps``."""
+    return click.option(
+        "--steps",
+        type=click.IntRange(min=1),
+        help=f"{what} (default: each data set config's own train.steps, 4,000 for ring and grid).",
+    )
+
+
+def study_dir_option(default: str, what: str):
+    """``--out DIR``: a study dir (:class:`StudyDir`), resumed when the command runs again."""
+    return click.option(
+        "--out",
+        type=StudyDir(),
+        default=Path(default),
+        show_default=True,
+        help=f"{what} (re-running resumes it).",
+    )
+
+
+def study_flags(command):
+    """``--force``, ``--quiet`` and ``--report-only`` of ``lipgan study`` and ``tune``: a study dir
+    whose spec differs, the progress lines, and a report without running anything."""
+    options = [
+        click.option("--force", is_flag=True, help="Reuse a study dir whose spec differs."),
+        click.option(
+            "--quiet", is_flag=True, help="No progress lines; print only the report paths."
+        ),
+        click.option(
+            "--report-only",
+            is_flag=True,
+            help="Run no cell: write the report of the cells finished so far (marked partial).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def own_data(datasets) -> tuple[tuple[str, ...], list[str]]:
+    """``--dataset``'s values split into the data sets named and the files of the user's own
+    (:func:`lipgan.study.own_data.is_path`)."""
+    from lipgan.study.own_data import is_path
+
+    return tuple(d for d in datasets if not is_path(d)), [d for d in datasets if is_path(d)]
+
+
+def cell_executor(report_only: bool, name: str, command_name: str, registry, **options):
+    """Where a study's cells run (:func:`make_executor`); None with ``--report-only``, which runs
+    nothing, so it needs no executor (nor Ray for one)."""
+    return None if report_only else make_executor(name, command_name, registry, **options)
+
+
+def study_command(command_name: str) -> str:
+    """``lipgan NAME ARGS...``, the study's command rather than this invocation's: without
+    ``--report-only``, so a report rebuilt with it says how its cells were made."""
+    args = (shlex.quote(a) for a in sys.argv[2:] if a != "--report-only")
+    return f"lipgan {command_name} " + " ".join(args)
 
 
 def check_constraints(constraints, registry) -> list[str]:

@@ -2,7 +2,8 @@
 
 A gin run parses its files and bindings at this edge (:mod:`lipgan.config.gin_binding`) and trains
 through the gin root ``train``; a resumed run parses its recorded gin config again, or is rebuilt
-from its description when it was written from Python (:mod:`lipgan.run.rebuild`).
+from its description when it was written from Python (:mod:`lipgan.config.recorded`, on the
+record :mod:`lipgan.run.rebuild` reads).
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from lipgan.cli.options import (
     config_options,
     disable_option,
     discover,
+    mock_data_option,
     parse,
+    strategy_option,
     summarize,
     tensorflow_after_checks,
+    verbose_option,
     with_strategy,
 )
 from lipgan.core.errors import ConfigError
@@ -37,9 +41,7 @@ def _default_run_dir(gin_files) -> Path:
 
 @click.command()
 @config_options
-@click.option(
-    "--strategy", "strategy_name", metavar="NAME", help="Override train.strategy, e.g. mirrored."
-)
+@strategy_option
 @click.option(
     "--run-dir",
     type=PATH,
@@ -53,7 +55,7 @@ def _default_run_dir(gin_files) -> Path:
     help="Continue the run in DIR with its own config (extend it with --bind train.steps=N).",
 )
 @click.option("--force", is_flag=True, help="Continue a run dir even though its config differs.")
-@click.option("--mock-data", is_flag=True, help="Use tfds.testing.mock_data instead of real data.")
+@mock_data_option
 @click.option(
     "--logger",
     "logger_names",
@@ -63,7 +65,7 @@ def _default_run_dir(gin_files) -> Path:
 )
 @disable_option
 @click.option("--quiet", is_flag=True, help="Print only errors and the run dir.")
-@click.option("--verbose", is_flag=True, help="Show TensorFlow's C++ and Python log output.")
+@verbose_option
 def run(
     gin_files,
     bindings,
@@ -141,6 +143,7 @@ def resume(run_dir: Path, gin_files, bindings, strategy_name, force, quiet, disa
 
 def _resume(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled, mock_data):
     from lipgan.config import gin_binding as config
+    from lipgan.config import recorded
     from lipgan.run import rebuild
     from lipgan.run.progress import for_terminal
 
@@ -158,7 +161,7 @@ def _resume(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled,
         strategy = registry.get("strategy", strategy_name)() if strategy_name else None
 
         def resume_python():
-            trainer, steps = config.rebuild_trainer(
+            trainer, steps = recorded.rebuild_trainer(
                 run_dir, registry, resume=True, bound=bindings, strategy=strategy
             )
             return trainer.fit(steps, run_dir=run_dir, force=force, progress=for_terminal(quiet))
@@ -168,7 +171,7 @@ def _resume(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled,
     if gin_files:
         parse(discovery, gin_files, bindings, strategy_name)
     else:
-        config.parse_text(
+        recorded.parse_text(
             text, with_strategy(discovery, bindings, strategy_name), discovery.registry
         )
     return call(

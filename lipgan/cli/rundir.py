@@ -16,14 +16,22 @@ from pathlib import Path
 
 import click
 
-from lipgan.cli.options import PATH, SEED, call, disable_option, discover
+from lipgan.cli.options import (
+    PATH,
+    SEED,
+    bind_option,
+    call,
+    disable_option,
+    discover,
+    mock_data_option,
+)
 from lipgan.core.errors import ConfigError
 
 
 def load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: bool = True):
     """The Trainer of ``run_dir`` (its own config, default strategy) with its latest checkpoint,
     and the step restored."""
-    from lipgan.config import gin_binding as config
+    from lipgan.config import recorded
     from lipgan.run import rebuild
 
     run_record = rebuild.read(run_dir)
@@ -31,7 +39,7 @@ def load_run(run_dir: Path, bindings, mock_data: bool, disabled, need_data: bool
     if mock_data and rebuild.gin_config(run_record) is None:
         rebuild.check_mock_data(run_dir, run_record)
     trainer, _ = call(
-        config.rebuild_trainer,
+        recorded.rebuild_trainer,
         mock_data,
         run_dir=run_dir,
         registry=discovery.registry,
@@ -83,13 +91,7 @@ def generator_name(trainer, which: str) -> str:
     type=click.IntRange(min=2),
     help="Generated samples (default: train.eval_samples).",
 )
-@click.option(
-    "--bind",
-    "bindings",
-    multiple=True,
-    metavar="'a.b=v'",
-    help="Extra gin binding, e.g. train.inception_weights.",
-)
+@bind_option(", e.g. train.inception_weights")
 @click.option(
     "--metric",
     "metric_names",
@@ -99,7 +101,7 @@ def generator_name(trainer, which: str) -> str:
     "every metric that applies to the data).",
 )
 @generator_option
-@click.option("--mock-data", is_flag=True, help="Real samples from tfds.testing.mock_data.")
+@mock_data_option
 @disable_option
 def eval_command(run_dir, num_samples, bindings, metric_names, generator, mock_data, disabled):
     """Metrics of the latest checkpoint of RUN_DIR, as JSON on stdout."""
@@ -131,7 +133,7 @@ def eval_command(run_dir, num_samples, bindings, metric_names, generator, mock_d
 )
 @click.option("--seed", type=SEED, help="Sampling seed (default: the run's train.seed).")
 @generator_option
-@click.option("--mock-data", is_flag=True, help="Real samples from tfds.testing.mock_data.")
+@mock_data_option
 @disable_option
 def audit_command(run_dir, points, seed, generator, mock_data, disabled):
     """Lipschitz audit of the latest checkpoint of RUN_DIR (lower and upper bounds), as JSON."""

@@ -7,33 +7,27 @@ Example (the quick variant a test runs)::
 
 from __future__ import annotations
 
-import shlex
-import sys
-from pathlib import Path
-
 import click
 
-from lipgan.cli.options import StudyDir, check_constraints, executor_options, make_executor
+from lipgan.cli.options import (
+    bind_option,
+    cell_executor,
+    check_constraints,
+    constraint_option,
+    dataset_option,
+    executor_options,
+    own_data,
+    seeds_option,
+    steps_option,
+    study_command,
+    study_dir_option,
+    study_flags,
+)
 
 
 @click.command()
-@click.option(
-    "--constraint",
-    "constraints",
-    multiple=True,
-    metavar="SPEC",
-    help="name or name:key=value,... as in lipgan bench (repeatable; default: every registered "
-    "constraint except none).",
-)
-@click.option(
-    "--dataset",
-    "datasets",
-    multiple=True,
-    metavar="NAME|PATH",
-    help="ring, grid, 8gaussians, 25gaussians, swissroll, digits, cifar10, or a .npy/.npz file of "
-    "your own: examples under 'x', optional 'modes' [K, d] and 'mode_std' (docs/study.md, \"Your "
-    'own data"; repeatable; default: ring, grid).',
-)
+@constraint_option("every registered constraint except none")
+@dataset_option(images=True)
 @click.option(
     "--metric",
     "metrics",
@@ -48,28 +42,15 @@ from lipgan.cli.options import StudyDir, check_constraints, executor_options, ma
     type=click.IntRange(min=2),
     help="Samples per evaluation (default 2,500, PacGAN's protocol; the papers' FID: 50,000).",
 )
-@click.option("--seeds", type=click.IntRange(min=1), help="Seeds per cell (default 10).")
-@click.option(
-    "--steps",
-    type=click.IntRange(min=1),
-    help="Generator iterations per run (default: each data set config's own train.steps, "
-    "4,000 for ring and grid).",
-)
+@seeds_option("per cell (default 10)")
+@steps_option("Generator iterations per run")
 @click.option(
     "--eval-every",
     type=click.IntRange(min=0),
     help="Iterations between two points of each cell's quality curve (default 250; 0: none).",
 )
-@click.option(
-    "--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding for every cell."
-)
-@click.option(
-    "--out",
-    type=StudyDir(),
-    default=Path("studies/study"),
-    show_default=True,
-    help="Study dir (re-running resumes it).",
-)
+@bind_option(" for every run")
+@study_dir_option("studies/study", "Study dir")
 @click.option(
     "--quick",
     is_flag=True,
@@ -77,13 +58,7 @@ from lipgan.cli.options import StudyDir, check_constraints, executor_options, ma
     "(explicit options still win; the report says it is a smoke test).",
 )
 @executor_options("study")
-@click.option("--force", is_flag=True, help="Reuse a study dir whose spec differs.")
-@click.option("--quiet", is_flag=True, help="No progress lines; print only the report paths.")
-@click.option(
-    "--report-only",
-    is_flag=True,
-    help="Run no cell: write the report of the cells finished so far (marked partial).",
-)
+@study_flags
 def study(
     constraints,
     datasets,
@@ -115,10 +90,8 @@ def study(
         default_constraints,
         run_study,
     )
-    from lipgan.study.own_data import is_path
 
-    files = [d for d in datasets if is_path(d)]  # your own data (lipgan.study.own_data)
-    named = tuple(d for d in datasets if not is_path(d))
+    named, files = own_data(datasets)
     registry = load_registry().registry
     constraints = check_constraints(constraints, registry) or default_constraints(registry)
     # steps None: every data set trains for its own config's train.steps.
@@ -135,26 +108,17 @@ def study(
         smoke_test=quick,
         metrics=tuple(dict.fromkeys(metrics)),
     )
-    # --report-only runs nothing, so it needs no executor (nor Ray for one)
-    cells = (
-        None
-        if report_only
-        else make_executor(
-            executor,
-            "study",
-            registry,
-            jobs=jobs,
-            ray_address=ray_address,
-            cell_resources=cell_resources,
-            storage=storage,
-        )
+    cells = cell_executor(
+        report_only,
+        executor,
+        "study",
+        registry,
+        jobs=jobs,
+        ray_address=ray_address,
+        cell_resources=cell_resources,
+        storage=storage,
     )
     log = None if quiet else (lambda line: click.echo(line, err=True))
-    # the study's command, not this invocation's: a report rebuilt with --report-only says how
-    # its cells were made
-    command = "lipgan study " + " ".join(
-        shlex.quote(a) for a in sys.argv[2:] if a != "--report-only"
-    )
     report = run_study(
         spec,
         out,
@@ -162,7 +126,7 @@ def study(
         threads=threads,
         force=force,
         log=log,
-        command=command,
+        command=study_command("study"),
         executor=cells,
         report_only=report_only,
         data=files or None,

@@ -7,32 +7,30 @@ Example (what docs/study.md's tuned study ran)::
 
 from __future__ import annotations
 
-import shlex
-import sys
 from pathlib import Path
 
 import click
 
-from lipgan.cli.options import StudyDir, check_constraints, executor_options, make_executor
+from lipgan.cli.options import (
+    SEED,
+    bind_option,
+    cell_executor,
+    check_constraints,
+    constraint_option,
+    dataset_option,
+    executor_options,
+    own_data,
+    seeds_option,
+    steps_option,
+    study_command,
+    study_dir_option,
+    study_flags,
+)
 
 
 @click.command()
-@click.option(
-    "--constraint",
-    "constraints",
-    multiple=True,
-    metavar="SPEC",
-    help="name or name:key=value,... (repeatable; default: every constraint with a search space, "
-    "bjorck and aol with MaxMin).",
-)
-@click.option(
-    "--dataset",
-    "datasets",
-    multiple=True,
-    metavar="NAME|PATH",
-    help="ring, grid, 8gaussians, 25gaussians, swissroll, or a .npy/.npz file of vectors of your "
-    'own (docs/study.md, "Your own data"; repeatable; default: ring, grid).',
-)
+@constraint_option("every constraint with a search space, bjorck and aol with MaxMin")
+@dataset_option(images=False)
 @click.option(
     "--configs",
     type=click.IntRange(min=1),
@@ -79,7 +77,7 @@ from lipgan.cli.options import StudyDir, check_constraints, executor_options, ma
 )
 @click.option(
     "--search-seed",
-    type=click.IntRange(min=0, max=2**31 - 1),
+    type=SEED,
     help="Base of the search trials' seeds (trial k: N + k; halving: N + 100·seed + k; default: "
     "1000 random, 2000 halving): a re-search with other seeds, into another --out.",
 )
@@ -91,18 +89,8 @@ from lipgan.cli.options import StudyDir, check_constraints, executor_options, ma
     help="The replicates' generator EMA decays, comma-separated: one averaged copy each in the "
     "same runs, the first sampling; the report chooses among several by the search's score.",
 )
-@click.option(
-    "--seeds",
-    type=click.IntRange(min=1),
-    default=5,
-    show_default=True,
-    help="Seeds of each chosen config at the full budget.",
-)
-@click.option(
-    "--steps",
-    type=click.IntRange(min=1),
-    help="Full budget in iterations (default: each data set config's train.steps, 4,000).",
-)
+@seeds_option("of each chosen config at the full budget", default=5)
+@steps_option("The full budget in generator iterations")
 @click.option(
     "--eval-every",
     type=click.IntRange(min=1),
@@ -110,17 +98,9 @@ from lipgan.cli.options import StudyDir, check_constraints, executor_options, ma
     show_default=True,
     help="Iterations between two points of each run's quality curve.",
 )
-@click.option(
-    "--bind", "bindings", multiple=True, metavar="'a.b=v'", help="Extra gin binding for every run."
-)
+@bind_option(" for every run")
 @executor_options("tune")
-@click.option(
-    "--out",
-    type=StudyDir(),
-    default=Path("studies/tuned"),
-    show_default=True,
-    help="Tuned study dir (re-running resumes it).",
-)
+@study_dir_option("studies/tuned", "Tuned study dir")
 @click.option(
     "--bench",
     is_flag=True,
@@ -135,11 +115,7 @@ from lipgan.cli.options import StudyDir, check_constraints, executor_options, ma
     help="A finished `lipgan study` (e.g. studies/converged/ring) whose rows the report prints "
     "beside the tuned ones (repeatable).",
 )
-@click.option("--force", is_flag=True, help="Reuse a study dir whose spec differs.")
-@click.option("--quiet", is_flag=True, help="No progress lines; print only the report paths.")
-@click.option(
-    "--report-only", is_flag=True, help="Run nothing: report what has finished (partial)."
-)
+@study_flags
 def tune(
     constraints,
     datasets,
@@ -171,10 +147,8 @@ def tune(
     """Search each constraint's hyper-parameters, re-run the best over seeds; write tune.md/png."""
     from lipgan.core.plugins import load_registry
     from lipgan.study import tune as tuned
-    from lipgan.study.own_data import is_path
 
-    files = [d for d in datasets if is_path(d)]  # your own data (lipgan.study.own_data)
-    named = tuple(d for d in datasets if not is_path(d))
+    named, files = own_data(datasets)
     registry = load_registry().registry
     given = check_constraints(constraints, registry)
     if not given:
@@ -199,26 +173,18 @@ def tune(
     )
     if not files:  # one line before an executor starts (a user file is checked when loaded)
         spec.check()
-    # --report-only runs nothing, so it needs no executor (nor Ray for one)
-    cells = (
-        None
-        if report_only
-        else make_executor(
-            executor,
-            "tune",
-            registry,
-            jobs=jobs,
-            ray_address=ray_address,
-            cell_resources=cell_resources,
-            storage=storage,
-        )
+    cells = cell_executor(
+        report_only,
+        executor,
+        "tune",
+        registry,
+        jobs=jobs,
+        ray_address=ray_address,
+        cell_resources=cell_resources,
+        storage=storage,
     )
     log = None if quiet else (lambda line: click.echo(line, err=True))
-    # the study's command, not this invocation's: a report rebuilt with --report-only says how
-    # its cells were made
-    command = "lipgan tune " + " ".join(
-        shlex.quote(a) for a in sys.argv[2:] if a != "--report-only"
-    )
+    command = study_command("tune")
     report = tuned.run_tune(
         spec,
         out,

@@ -4,7 +4,7 @@ Library code never calls gin. :func:`register_configurables` exposes the root ``
 model factories, the Keras optimizers (scoped ``critic/`` and ``generator/`` in the shipped configs) and
 every registered plugin class; :func:`parse` reads files and ``--bind`` strings and turns gin's
 multi-line exceptions into one-line :class:`~lipgan.core.errors.ConfigError` messages with file and
-line.
+line. A run dir's recorded config is read back by :mod:`lipgan.config.recorded`.
 """
 
 from __future__ import annotations
@@ -139,107 +139,6 @@ def train_configured(*, run_dir, force: bool = False, progress=None):
     )
 
 
-def parse_text(text: str, bindings: list[str], registry: Registry) -> None:
-    """Clear gin, then parse a run record's gin config (``gin.config_str()`` as it was written)
-    and ``bindings`` after it."""
-    register_configurables(registry)
-    gin.clear_config()
-    try:
-        with _quiet_gin_logging():
-            gin.parse_config(gin_messages.convert_recorded(text))
-    except Exception as exc:  # noqa: BLE001 - a plugin the run used may be gone, or its module
-        gin.clear_config()
-        raise ConfigError(
-            _one_line(exc, "the run's recorded gin config", registry)
-            + " (install or enable what the run used)"
-        ) from None
-    _parse_bindings(bindings, registry)
-
-
-def binding_values(bindings, registry: Registry) -> list[tuple[str, str, object]]:
-    """``[(binding, 'train.steps', 20), ...]``: ``--bind`` strings read with gin's own grammar
-    (the one grammar of ``--bind``, for a run dir written from Python too), each value as gin
-    reads it; a binding gin cannot read is one line, as in :func:`parse`. Leaves gin as it was."""
-    import gin.config_parser
-
-    delegate = gin.config.ParserDelegate(skip_unknown=True)
-    out = []
-    for binding in bindings:
-        if "=" not in binding:
-            raise ConfigError(
-                f"--bind {binding!r} does not parse; expected 'configurable.param=value'"
-            )
-        word = _NOT_A_NUMBER.match(binding.split("=", 1)[1])
-        if word:
-            raise ConfigError(
-                f"--bind {binding!r}: {word.group(1)!r} is not a value gin reads, and numeric "
-                "parameters must be finite numbers anyway; give a number"
-            )
-        try:
-            for statement in gin.config_parser.ConfigParser(binding, delegate):
-                scope = f"{statement.scope}/" if statement.scope else ""
-                name = f"{scope}{statement.selector}.{statement.arg_name}"
-                out.append((binding, name, statement.value))
-        except (ValueError, SyntaxError, tokenize.TokenError, TypeError) as exc:
-            raise ConfigError(
-                _one_line(exc, f"--bind {binding!r}", registry, binding=True)
-            ) from None
-    return out
-
-
-def rebuild_trainer(run_dir, registry: Registry, *, bound=(), **options):
-    """(the :class:`lipgan.Trainer` that ``run_dir``'s record describes, the steps to train to),
-    built but not restored, on the default strategy (where the user is).
-
-    A run made by ``lipgan run``: its gin config parsed again with the ``--bind`` strings
-    ``bound`` after it (leaves gin configured). A run made in Python: its record's spec
-    (:meth:`lipgan.run.spec.RunSpec.from_json`, ``options`` are its own), the ``--bind`` strings read
-    with gin's grammar (:func:`binding_values`).
-    """
-    from lipgan.run import rebuild
-
-    run_record = rebuild.read(run_dir)
-    text = rebuild.gin_config(run_record)
-    if text is not None:
-        parse_text(text, [*bound, "train.strategy = @default()"], registry)
-        return build_trainer(), int(bound_steps())
-    from lipgan.run.spec import RunSpec
-    from lipgan.run.trainer import Trainer
-
-    values = binding_values(bound, registry)
-    spec, steps = RunSpec.from_json(run_record, run_dir, registry, bound=values, **options)
-    return Trainer.from_spec(spec), steps
-
-
-def bound_steps() -> int:
-    """``train.steps`` as the parsed config binds it (the root's default when it does not)."""
-    from lipgan.config import train_root
-
-    try:
-        return int(gin.query_parameter("train.steps"))
-    except ValueError:
-        return train_root.STEPS
-
-
-_BINDING = re.compile(r"^(?P<key>[\w./]+)\s*=\s*(?P<value>.*)$")
-
-
-def bindings_of(config_text: str) -> dict[str, str]:
-    """``{'scope/configurable.param': 'value'}`` of a gin config as written by ``gin.config_str()``."""
-    out: dict[str, str] = {}
-    key = None
-    for line in config_text.splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        match = _BINDING.match(line) if not line[0].isspace() else None
-        if match:
-            key = match.group("key")
-            out[key] = match.group("value").strip()
-        elif key is not None:  # a long value continued on an indented line
-            out[key] += " " + line.strip()
-    return out
-
-
 def query(gin_files: list[str], name: str, registry: Registry):
     """The value that ``gin_files`` bind to ``name`` (e.g. ``train.steps``); leaves gin cleared."""
     parse(gin_files, [], registry)
@@ -316,7 +215,9 @@ def resolve_config_path(path: str) -> Path:
     raise ConfigError(f"gin file {path!r} not found; shipped configs: {known}")
 
 
-def _one_line(exc: BaseException, where: str, registry: Registry, *, binding: bool = False) -> str:
+def error_line(exc: BaseException, where: str, registry: Registry, *, binding: bool = False) -> str:
+    """gin's exception ``exc`` as one line (:func:`lipgan.config.gin_messages.one_line`), with
+    lipgan's own configurables among the names it suggests."""
     return gin_messages.one_line(
         exc, where, registry, sorted(_library_configurables()), binding=binding
     )
@@ -363,7 +264,7 @@ def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list
                 gin.parse_config_file(str(path))
         except (ValueError, SyntaxError, tokenize.TokenError, TypeError) as exc:
             gin.clear_config()
-            raise ConfigError(_one_line(exc, str(path), registry)) from None
+            raise ConfigError(error_line(exc, str(path), registry)) from None
         except ImportError as exc:
             gin.clear_config()
             found = re.search(r"No module named '([^']+)'", str(exc))
@@ -391,35 +292,42 @@ def parse(gin_files: list[str], bindings: list[str], registry: Registry) -> list
                 f"{path}: `import {imported.group(1)}` failed: it raised {type(exc).__name__}: "
                 f"{first_line(exc)}; fix that module or remove the import"
             ) from None
-    _parse_bindings(bindings, registry)
+    parse_bindings(bindings, registry)
     return paths
 
 
-def _parse_bindings(bindings: list[str], registry: Registry) -> None:
+def parse_bindings(bindings: list[str], registry: Registry) -> None:
     """Parse ``--bind`` strings after the config, then check every value is finite and in range."""
     for binding in bindings:
-        if "=" not in binding:
-            raise ConfigError(
-                f"--bind {binding!r} does not parse; expected 'configurable.param=value'"
-            )
-        word = _NOT_A_NUMBER.match(binding.split("=", 1)[1])
-        if word:
+        refusal = binding_refusal(binding)
+        if refusal:
             gin.clear_config()
-            raise ConfigError(
-                f"--bind {binding!r}: {word.group(1)!r} is not a value gin reads, and numeric "
-                "parameters must be finite numbers anyway; give a number"
-            )
+            raise ConfigError(refusal)
         try:
             gin.parse_config(binding)
         except (ValueError, SyntaxError, tokenize.TokenError, TypeError) as exc:
             gin.clear_config()
             raise ConfigError(
-                _one_line(exc, f"--bind {binding!r}", registry, binding=True)
+                error_line(exc, f"--bind {binding!r}", registry, binding=True)
             ) from None
     check_finite(bindings)
 
 
 _NOT_A_NUMBER = re.compile(r"^\s*([+-]?(?:nan|inf|infinity))\s*$", re.IGNORECASE)
+
+
+def binding_refusal(binding: str) -> str | None:
+    """Why ``binding`` is no ``--bind`` string at all (no ``=``, or a value of nan or inf, which
+    gin does not read), as one line; None when gin may read it."""
+    if "=" not in binding:
+        return f"--bind {binding!r} does not parse; expected 'configurable.param=value'"
+    word = _NOT_A_NUMBER.match(binding.split("=", 1)[1])
+    if word:
+        return (
+            f"--bind {binding!r}: {word.group(1)!r} is not a value gin reads, and numeric "
+            "parameters must be finite numbers anyway; give a number"
+        )
+    return None
 
 
 def _nonfinite(value) -> bool:

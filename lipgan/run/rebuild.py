@@ -2,7 +2,7 @@
 ``lipgan run --resume DIR``), for runs made by ``lipgan run`` and from Python alike.
 
 A run made by ``lipgan run`` is rebuilt from the gin config its record holds (parsed again, with
-the command's ``--bind`` after it, at the CLI's edge: :func:`lipgan.config.gin_binding.rebuild_trainer`), so a
+the command's ``--bind`` after it, at the CLI's edge: :func:`lipgan.config.recorded.rebuild_trainer`), so a
 resumed CLI run is configured exactly as ``lipgan run`` configures one. A run made in Python is rebuilt from the record's ``rebuild`` section
 (:mod:`lipgan.run.description`): the models from their Keras serializations, the plugins from their
 registered names and arguments, the data by name or from ``data/``. The weights come from the
@@ -67,7 +67,7 @@ def gin_config(run_record: dict) -> str | None:
 
 def bindings(values) -> dict:
     """``{'steps': 20, 'intervals': {'log_every': 5}, ...}`` from ``train.x=v`` bindings read by
-    gin's grammar (``(binding, 'train.x', value)``, :func:`lipgan.config.gin_binding.binding_values`): the
+    gin's grammar (``(binding, 'train.x', value)``, :func:`lipgan.config.recorded.binding_values`): the
     ones a Python run dir takes (how long and how often); anything else is one line."""
     from lipgan.core.step_config import Intervals
 
