@@ -204,6 +204,23 @@ def first_rung_as_search(record: dict) -> dict[Cell, dict]:
     return out
 
 
+def protocol(spec) -> str:
+    """The report's protocol clause for the search (a halving search is no one-run-per-config
+    search at ``search_steps``, which the random search's clause says)."""
+    if spec.search != "halving":
+        return (
+            f"each trained once for {spec.search_steps:,} iterations; the config nearest the data "
+            "in exact W1"
+        )
+    h = spec.halving
+    return (
+        f"searched by successive halving (η = {h.eta}, {h.rungs} rungs, the last at the full "
+        f"budget, {h.seeds} seeds per config at every rung, the first rung's results in the "
+        "*search* column; section *Successive halving*); the config nearest the data in exact W1 "
+        "at the full budget, its seeds' mean,"
+    )
+
+
 def section(out: Path, spec) -> str:
     """The report's account of the search: the schedule, its cost against an exhaustive search,
     and per search the configs each rung promoted (read from the rung records)."""

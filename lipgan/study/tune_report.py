@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lipgan.study import ema_choice, pacgan4, report, search, sessions
+from lipgan.study import ema_choice, halving, pacgan4, report, search, sessions
 from lipgan.study.curve import NO_EMA, decay_key, samples_file
 from lipgan.study.ema_choice import at_decay
 from lipgan.study.figure import short_label
@@ -165,8 +165,8 @@ def markdown(
         ]
     lines += [
         f"Protocol (Lucic et al. 2018): per data set and constraint, {spec.configs} configs drawn "
-        f"from the constraint's ranges (below), each trained once for {spec.search_steps:,} "
-        "iterations; the config nearest the data in exact W1 (Lucic et al. choose by FID) is re-run at the full "
+        f"from the constraint's ranges (below), {halving.protocol(spec)} "
+        "(Lucic et al. choose by FID) is re-run at the full "
         f"budget over {spec.seeds} fresh seeds, with a generator EMA ({_decays_text(spec)}, "
         f"from iteration {spec.ema_start:,}) measured beside the raw generator of the same run. "
         f"Rows: mean ± standard deviation over the {spec.seeds} seeds (a spread; intervals in "
@@ -201,7 +201,12 @@ def markdown(
         head = [
             "constraint",
             "chosen config",
-            f"search of {spec.configs}: W1 chosen / median; HQ % chosen / best",
+            f"search of {spec.configs}: W1 chosen / median; HQ % chosen / best"
+            + (
+                " (chosen: full budget; median, best: first rung)"
+                if spec.search == "halving"
+                else ""
+            ),
             "modes",
             "high quality %",
             "reverse KL",
@@ -430,8 +435,6 @@ def write(
     )
     text += ema_choice.section(spec, decays)
     if spec.search == "halving":
-        from lipgan.study import halving
-
         text += halving.section(out, spec)
     paths["markdown"].write_text(text)
     if search_rows:
