@@ -22,3 +22,24 @@ def test_a_child_run_in_a_folder_holding_another_lipgan_imports_the_parents(tmp_
     )
     assert proc.returncode == 0, proc.stderr
     assert "-P" in child_process.command("lipgan.core.errors")
+
+
+def test_a_child_in_a_session_of_its_own_stays_as_nice_as_its_parent():
+    """``nice -n 15 lipgan study`` starts each cell in a session of its own; Linux schedules each
+    session as one group (autogroup) and a nice value ranks a process only inside its group, so
+    the cell must get its parent's niceness on its group, or it competes with foreground work as
+    an equal. Run in a child of its own so this test's process keeps its priority."""
+    import os
+    import subprocess
+    import sys
+
+    if not os.path.exists("/proc/self/autogroup"):
+        pytest.skip("no autogroup here (not Linux, or the kernel's autogroup is off)")
+    probe = (
+        "import os; from lipgan.core import child_process as c; os.nice(7); "
+        "p = c.start('timeit', '-n', '1', '-r', '1', 'import time; time.sleep(2)', "
+        "start_new_session=True); "
+        "print(open(f'/proc/{p.pid}/autogroup').read().split()[-1]); p.kill(); p.wait()"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["7"], out.stderr

@@ -14,7 +14,12 @@ cells (:mod:`lipgan.study.runner`) each start one. This module is how, in one pl
   ``LIPGAN_TREE`` pointing at a snapshot once ran its cells on the checkout's changing code);
 * ``TF_CPP_MIN_LOG_LEVEL`` defaults to 3 (TensorFlow's C++ start-up noise would bury the child's
   own error in the parent's report), any other variable is the parent's unless overridden;
-* its output is captured as text, and a child past its timeout is killed, never left behind.
+* its output is captured as text, and a child past its timeout is killed, never left behind;
+* a child in a session of its own keeps the parent's niceness in effect: Linux schedules each
+  session as a group of its own (the kernel's autogroup), and a process's nice value only ranks
+  it inside its group, so ``nice -n 15 lipgan study`` once ran its cells (each in its own
+  session) at the same share of the CPUs as any foreground work; the child's group gets the
+  parent's nice value (:func:`keep_niceness`).
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ def start(module: str, *args, env: Mapping[str, str] | None = None, **popen) -> 
     ``env`` overrides variables of :func:`environment`; ``popen`` goes to ``subprocess.Popen``
     (e.g. ``start_new_session=True`` for a child that must not get the terminal's Ctrl-C).
     """
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         command(module, *args),
         stdout=popen.pop("stdout", subprocess.PIPE),
         stderr=popen.pop("stderr", subprocess.PIPE),
@@ -58,6 +63,25 @@ def start(module: str, *args, env: Mapping[str, str] | None = None, **popen) -> 
         cwd=popen.pop("cwd", tempfile.gettempdir()),
         **popen,
     )
+    if popen.get("start_new_session"):
+        keep_niceness(proc.pid)
+    return proc
+
+
+def keep_niceness(pid: int) -> bool:
+    """Give ``pid``'s scheduling group (Linux's autogroup: one per session) this process's nice
+    value when it is positive, so that a niced parent's child in a new session stays niced against
+    other sessions' work; True when it was set. Nowhere to set it (not Linux, autogroup off) or a
+    child already gone leaves the child as it is."""
+    niceness = os.nice(0)
+    if niceness <= 0:
+        return False
+    try:
+        with open(f"/proc/{pid}/autogroup", "w") as group:
+            group.write(str(niceness))
+    except OSError:
+        return False
+    return True
 
 
 def finish(proc: subprocess.Popen, timeout: float | None = None) -> subprocess.CompletedProcess:
