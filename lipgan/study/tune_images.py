@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from lipgan.study.figure import short_label
-from lipgan.study.summary import COLUMNS, EMA_SUFFIX, _stats, extra_columns
+from lipgan.study.summary import COLUMNS, EMA_SUFFIX, _stats, ema_note, extra_columns
 from lipgan.study.tables import _fmt
 
 
@@ -37,11 +37,10 @@ def trial_value(result: dict | None, key: str) -> float | None:
     return float(value) if ok and math.isfinite(value) else None
 
 
-def search_row(key: str, values: list[float | None]) -> dict:
+def search_row(key: str, values: list[float | None], expected_best) -> dict:
     """A search's summary on an image data set: ``{'key', 'values' (per config, None when it
-    failed), 'best_of_k'}``, best of k over the finished configs (lower is better)."""
-    from lipgan.study.tune_report import expected_best
-
+    failed), 'best_of_k'}``, ``expected_best`` (:func:`lipgan.study.tune_report.expected_best`)
+    of k over the finished configs, lower is better."""
     finished = [-v for v in values if v is not None]
     return {"key": key, "values": values, "best_of_k": [-b for b in expected_best(finished)]}
 
@@ -57,12 +56,17 @@ def columns(rows: list[dict], ref_stats: dict, references: dict) -> list[tuple]:
     ]
 
 
+#: A ``--shared`` study's row (:func:`lipgan.study.tune_report.shared_rows`).
+SHARED = "shared config"
+
+
 def section(
-    spec, dataset, search_rows, chosen, final_summary, references, decays=None, shared=None
-) -> list[str]:
-    """The lines of ``dataset``'s part of ``tune.md``: a note on its scores, and one table."""
+    spec, dataset, search_rows, chosen, final_summary, references, decays=None, shared=None,
+    never=None,
+) -> list[str]:  # fmt: skip
+    """The lines of ``dataset``'s part of ``tune.md``: a note on its scores, and one table.
+    ``never``: :func:`lipgan.study.tune_report.ema_never_averaged` of ``dataset``."""
     from lipgan.study import ema_choice
-    from lipgan.study.tune_report import SHARED, ema_never_averaged
 
     key = spec.score_key(dataset)
     ref = references.get(dataset) or {}
@@ -106,9 +110,7 @@ def section(
                 shown = "the shared config"
             else:
                 shown = "same runs, EMA" + ema_choice.label(decays or {}, dataset, constraint)
-                if never := ema_never_averaged(spec, dataset):
-                    from lipgan.study.summary import ema_note
-
+                if never:
                     shown += f" ({ema_note(never)})"
             name = (
                 f"{short_label(constraint)}, shared config"

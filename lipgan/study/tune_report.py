@@ -43,8 +43,7 @@ from lipgan.study.summary import (
     uniform_reference,
 )
 from lipgan.study.tables import _fmt, _fmt_target, beats_text
-
-SHARED = "shared config"
+from lipgan.study.tune_images import SHARED
 
 
 def split_ema(result: dict, decay: str | None = None, sampled: bool = True) -> list[dict]:
@@ -115,7 +114,8 @@ def search_summary(spec, searched: dict) -> dict:
         for row in rows.values():
             trials = row.pop("trials")
             if key := spec.score_key(dataset):
-                row.update(tune_images.search_row(key, [trials[k] for k in sorted(trials)]))
+                values = [trials[k] for k in sorted(trials)]
+                row.update(tune_images.search_row(key, values, expected_best))
                 continue
             row["hq"] = [trials[k][0] for k in sorted(trials)]
             row["w1"] = [trials[k][1] for k in sorted(trials)]
@@ -204,8 +204,9 @@ def markdown(
     for dataset in spec.datasets:
         if spec.score_key(dataset):  # an image data set: its own table (lipgan.study.tune_images)
             lines += tune_images.section(
-                spec, dataset, search_rows, chosen, final_summary, references, decays, shared
-            )
+                spec, dataset, search_rows, chosen, final_summary, references, decays, shared,
+                ema_never_averaged(spec, dataset),
+            )  # fmt: skip
             continue
         ref = references.get(dataset) or {}
         ref_stats = {n: _stats(r["cells"]) for n, r in (ref.get("rows") or {}).items()}
