@@ -154,3 +154,15 @@ def test_a_tiny_digits_tune_reports_its_scores_per_row_beside_the_reference_rows
     assert any(line.startswith(f"| *{REAL}") for line in table)
     assert any(line.startswith(f"| *{NOISE}") for line in table)
     assert not (out / "tune.png").exists()  # the search figure is a point set's
+
+
+def test_halving_s_section_names_the_ranked_value_of_an_image_data_set(tmp_path):
+    spec = tune.TuneSpec(("gradient_penalty",), ("digits",), configs=2, search="halving", rungs=2)
+    trials = [{"trial": 0, "mean_score": [-2.5], "results": []},
+              {"trial": 1, "mean_score": [-4.0], "results": []}]  # fmt: skip
+    record = {"rung": 0, "searches": [{"dataset": "digits", "constraint": "gradient_penalty",
+                                       "steps": 10, "trials": trials, "promoted": [0]}]}  # fmt: skip
+    halving._write_rung(tmp_path, 0, record)
+    text = halving.section(tmp_path, spec)
+    assert "promoted (config: mean digits_fd) |" in text
+    assert "| digits | gradient_penalty | 1 | 10 | 0: 2.500 |" in text
