@@ -166,3 +166,11 @@ def test_halving_s_section_names_the_ranked_value_of_an_image_data_set(tmp_path)
     text = halving.section(tmp_path, spec)
     assert "promoted (config: mean digits_fd) |" in text
     assert "| digits | gradient_penalty | 1 | 10 | 0: 2.500 |" in text
+
+
+def test_the_report_reads_a_trial_s_value_by_the_search_s_rule():
+    from lipgan.study import tune_images
+
+    assert tune_images.trial_value(_ok(fid=12.5), "fid") == 12.5
+    assert tune_images.trial_value(_ok(fid=math.nan), "fid") is None
+    assert tune_images.trial_value({"status": "failed", "metrics": {"fid": 1.0}}, "fid") is None

@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from lipgan.study import search
 from lipgan.study.figure import short_label
 from lipgan.study.summary import COLUMNS, EMA_SUFFIX, _stats, ema_note, extra_columns
 from lipgan.study.tables import _fmt
@@ -31,10 +32,10 @@ def choice_words(spec) -> str:
 
 
 def trial_value(result: dict | None, key: str) -> float | None:
-    """A search trial's ranked value; None for a failed trial or a missing or NaN value."""
-    value = ((result or {}).get("metrics") or {}).get(key)
-    ok = (result or {}).get("status") == "ok" and isinstance(value, (int, float))
-    return float(value) if ok and math.isfinite(value) else None
+    """A search trial's ranked value as :func:`lipgan.study.search.score` reads it; None for a
+    trial that scores nothing (failed, or its value missing or NaN)."""
+    (negated,) = search.score(result, key)
+    return -negated if math.isfinite(negated) else None
 
 
 def search_row(key: str, values: list[float | None], expected_best) -> dict:
@@ -140,8 +141,6 @@ def section(
 
 def _search_cells(spec, row: dict | None, found: dict | None) -> tuple[str, str]:
     """(the chosen config's words, its ranked value / the search's median) for a row."""
-    from lipgan.study import search
-
     values = (row or {}).get("values") or []
     if not values or not found:
         return "–", "–"
