@@ -59,6 +59,7 @@ class DigitsMetrics(Metric):
     """Fréchet distance and KID on the digits classifier's features, and the classes covered."""
 
     name = "digits"
+    score_key = "digits_fd"
     description = (
         "Digits classifier: FD and KID (feature units²), classes covered, class reverse KL."
     )
@@ -84,6 +85,7 @@ class KerasInception(Metric):
     """FD and KID on Keras' InceptionV3 pool features (not FID's network: docs/metrics.md)."""
 
     name = "keras_inception"
+    score_key = "inception_v3_fd"
     description = "FD/KID on Keras' InceptionV3 from a local weights file (images)."
 
     def applies(self, data: EvalData) -> bool:
@@ -138,6 +140,7 @@ class Fid(InceptionMetric):
     """FID (Heusel et al. 2017) on the 2015 Inception graph's pool3, as TTUR and the papers."""
 
     name = "fid"
+    score_key = "fid"
     description = "FID on FID's own 2015 Inception network (images; lower is better)."
 
     def compute(self, data: EvalData) -> dict:
@@ -164,6 +167,7 @@ class Kid(InceptionMetric):
     """KID (Bińkowski et al. 2018) with torch-fidelity's subsets, on the graph's pool3."""
 
     name = "kid"
+    score_key = "kid_inception"
     description = "KID, torch-fidelity's subsets, mean and std (images; lower is better)."
 
     def compute(self, data: EvalData) -> dict:

@@ -208,7 +208,7 @@ def test_a_constraint_without_space_or_a_data_set_it_cannot_tune_is_one_line(tmp
     for args, expected in (
         (["--constraint", "none"], "constraint 'none' has no search space"),
         (["--constraint", "nope"], "unknown constraint 'nope'"),
-        (["--dataset", "digits"], "a tuned study runs on the toy sets"),
+        (["--dataset", "nope"], "a tuned study runs on the data sets whose configs' Adam"),
     ):
         result = CliRunner().invoke(cli, ["tune", *args, "--out", str(tmp_path / "x")])
         assert result.exit_code == 1, result.output

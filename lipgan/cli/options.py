@@ -225,12 +225,13 @@ def constraint_option(default: str):
     )
 
 
-def dataset_option(images: bool):
+def dataset_option(images: bool, own_images: bool | None = None):
     """``--dataset NAME|PATH`` (repeatable) of ``lipgan study`` and ``tune``: a shipped data set by
     name, or a file of the user's own (:mod:`lipgan.study.own_data`); ``images``: the image data
-    sets too (``tune`` tunes the toy ones only)."""
+    sets too; ``own_images``: a file of images too (default: as ``images``; ``tune`` tunes the
+    shipped image sets but no image file of the user's)."""
     names = TOY_DATASETS + (", digits, cifar10" if images else "")
-    examples = "examples" if images else "vectors"
+    examples = "examples" if (images if own_images is None else own_images) else "vectors"
     return click.option(
         "--dataset",
         "datasets",

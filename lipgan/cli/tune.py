@@ -30,7 +30,21 @@ from lipgan.cli.options import (
 
 @click.command()
 @constraint_option("every constraint with a search space, bjorck and aol with MaxMin")
-@dataset_option(images=False)
+@dataset_option(images=True, own_images=False)
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="NAME",
+    help="A registered metric the image data sets' rows record, the first ranking the search "
+    "(lower is better; repeatable; as lipgan study's --metric; default: digits' classifier "
+    "FD/KID, fid, is, kid, prdc on cifar10, ranked by FD and FID).",
+)
+@click.option(
+    "--eval-samples",
+    type=click.IntRange(min=2),
+    help="Samples per evaluation (default 2,500, PacGAN's protocol; the papers' FID: 50,000).",
+)
 @click.option(
     "--configs",
     type=click.IntRange(min=1),
@@ -119,6 +133,8 @@ from lipgan.cli.options import (
 def tune(
     constraints,
     datasets,
+    metrics,
+    eval_samples,
     configs,
     search_steps,
     search_kind,
@@ -170,6 +186,8 @@ def tune(
         search_seeds=search_seeds,
         search_seed=search_seed,
         ema_decay=tuned.parse_ema_decays(ema_decays),
+        eval_samples=eval_samples or tuned.EVAL_SAMPLES,
+        metrics=tuple(dict.fromkeys(metrics)),
     )
     if not files:  # one line before an executor starts (a user file is checked when loaded)
         spec.check()

@@ -86,6 +86,11 @@ class Metric(Named):
     default: ClassVar[bool] = True
     #: Needs :meth:`EvalData.real_again` (a second real sample, drawn with the first).
     needs_more_real: ClassVar[bool] = False
+    #: The key of :meth:`compute`'s values that ranks generators, lower is better (FID's
+    #: ``fid``): what ``lipgan tune`` chooses a config by when this metric is the first
+    #: ``--metric`` (:func:`lipgan.study.search.score`). None: it cannot rank a search (a
+    #: higher-is-better score, or several values of equal standing).
+    score_key: ClassVar[str | None] = None
 
     def applies(self, data: EvalData) -> bool:
         """Whether this metric can be computed on ``data`` (e.g. only on images)."""

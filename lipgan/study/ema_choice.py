@@ -6,7 +6,8 @@ replicate once with one averaged copy of the generator per decay
 evaluation and every curve point measure each decay (:data:`lipgan.study.curve.EMA_BY_DECAY`).
 Per (data set, constraint) the report then takes the decay with the best seeds' mean of the
 search's score (:func:`lipgan.study.halving.mean_score` of :func:`lipgan.study.search.score`:
-exact W1, then high quality, then reverse KL) at the final evaluation, so the ``+EMA`` row is
+exact W1, then high quality, then reverse KL; on an image data set its first image metric's
+ranked value, e.g. FID) at the final evaluation, so the ``+EMA`` row is
 chosen by the same rule as the config it trains, and states every decay's numbers beside it.
 
 The choice uses the replicates' own seeds, which the row then reports: unlike the config, the
@@ -52,16 +53,22 @@ def choose(spec, final: dict) -> dict[tuple[str, str], dict]:
         rows.setdefault((cell.dataset, cell.constraint), []).append(result)
     out = {}
     for key, results in rows.items():
-        scores = {d: mean_score([_as_decay(r, d) for r in results]) for d in decays}
-        means = {d: _means([_as_decay(r, d) for r in results]) for d in decays}
+        ranked = spec.score_key(key[0])
+        scores = {d: mean_score([_as_decay(r, d) for r in results], ranked) for d in decays}
+        means = {d: _means([_as_decay(r, d) for r in results], ranked) for d in decays}
         best = max(decays, key=lambda d: scores[d])  # the first of equals: max keeps the first
         out[key] = {"decay": best, "scores": scores, "means": means}
     return out
 
 
-def _means(results: list[dict]) -> dict:
+def shown(ranked: str | None) -> tuple:
+    """The metrics a decay's line shows: :data:`SHOWN` on a point set, else the ranked value."""
+    return SHOWN if ranked is None else ((ranked, 1.0, 3, ranked),)
+
+
+def _means(results: list[dict], ranked: str | None = None) -> dict:
     out = {}
-    for name, *_ in SHOWN:
+    for name, *_ in shown(ranked):
         values = [(r.get("metrics") or {}).get(name) for r in results if r.get("status") == "ok"]
         values = [float(v) for v in values if v is not None and math.isfinite(v)]
         out[name] = sum(values) / len(values) if values else None
@@ -91,6 +98,7 @@ def section(spec, choice: dict) -> str:
         "(a best of "
         f"{len(decays)} on the seeds it reports). Cells: mean W1 / high quality % / reverse KL "
         "over the seeds; the chosen decay in bold.",
+        *_image_words(spec),
         "",
         "| data set | constraint | " + " | ".join(f"decay {d}" for d in decays) + " |",
         "|---|---|" + "---|" * len(decays),
@@ -105,11 +113,25 @@ def section(spec, choice: dict) -> str:
                 text = " / ".join(
                     "–" if found["means"][d][name] is None
                     else f"{scale * found['means'][d][name]:.{digits}f}"
-                    for name, scale, digits, _ in SHOWN
+                    for name, scale, digits, _ in shown(spec.score_key(dataset))
                 )  # fmt: skip
                 cells.append(f"**{text}**" if d == found["decay"] else text)
             lines.append(f"| {dataset} | {constraint} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _image_words(spec) -> list[str]:
+    """The section's words for image data sets, whose cells show their ranked value ([] when
+    there are none, so a point-set study's section is as before)."""
+    keys = {d: spec.score_key(d) for d in spec.datasets if spec.score_key(d)}
+    if not keys:
+        return []
+    return [
+        "On an image data set the score is the mean of its first image metric's ranked value, "
+        "lower is better, and its cells show that mean ("
+        + ", ".join(f"{d}: `{k}`" for d, k in keys.items())
+        + ")."
+    ]
 
 
 def as_json(choice: dict) -> list[dict]:

@@ -75,7 +75,9 @@ class Halving:
 def trial_cells(spec, halving: Halving, dataset: str, constraint: str, trial: int, steps: int):
     """Config ``trial``'s runs (one per seed) trained to ``steps``, decay over the full budget."""
     name = parse_spec(constraint)[0]
-    bindings = search.bindings(name, search.draw(name, trial), spec.full_steps(dataset))
+    bindings = spec.search_bindings(
+        dataset, name, search.draw(name, trial), spec.full_steps(dataset)
+    )
     return [
         Cell(
             dataset,
@@ -87,17 +89,19 @@ def trial_cells(spec, halving: Halving, dataset: str, constraint: str, trial: in
             spec.eval_every,
             trial=trial,
             trial_seed=j,
+            metrics=spec.cell_metrics(dataset),
         )
         for j in range(halving.seeds)
     ]
 
 
-def mean_score(results: list[dict | None]) -> tuple[float, ...]:
-    """The seeds' mean of :func:`lipgan.study.search.score`, component by component; a failed or
-    missing seed makes it −inf (a config that fails on one seed is not chosen)."""
-    scores = [search.score(r) for r in results]
+def mean_score(results: list[dict | None], key: str | None = None) -> tuple[float, ...]:
+    """The seeds' mean of :func:`lipgan.study.search.score` (with ``key``: an image data set's
+    ranked value, :meth:`lipgan.study.tune.TuneSpec.score_key`), component by component; a failed
+    or missing seed makes it −inf (a config that fails on one seed is not chosen)."""
+    scores = [search.score(r, key) for r in results]
     if not scores or any(-math.inf in s for s in scores):
-        return (-math.inf, -math.inf, -math.inf)
+        return search.score(None, key)
     return tuple(sum(c) / len(scores) for c in zip(*scores))
 
 
@@ -162,7 +166,8 @@ def run_search(
                 trials = []
                 for k, runs in per.items():
                     found = [results[c] for c in runs]
-                    trials.append({"trial": k, "mean_score": list(mean_score(found)),
+                    score = mean_score(found, spec.score_key(key[0]))
+                    trials.append({"trial": k, "mean_score": list(score),
                                    "results": found})  # fmt: skip
                 ranked = sorted(trials, key=lambda t: tuple(t["mean_score"]), reverse=True)
                 keep = halving.sizes(spec.configs)[min(rung + 1, halving.rungs - 1)]
@@ -236,7 +241,9 @@ def section(out: Path, spec) -> str:
             f"{cost / (spec.configs * full):.0%} of one seed of every config at the full budget, "
             f"{cost / (spec.configs * full * halving.seeds):.0%} of {halving.seeds} seeds."
         )
-    lines += ["", "| data set | constraint | rung | iterations | promoted (config: mean W1) |"]
+    # what the search ranks by: W1 on a point set, an image data set's score_key
+    ranked = "mean " + " / ".join(dict.fromkeys(spec.score_key(d) or "W1" for d in spec.datasets))
+    lines += ["", f"| data set | constraint | rung | iterations | promoted (config: {ranked}) |"]
     lines.append("|---|---|---|---|---|")
     for rung in range(halving.rungs):
         record = _read_rung(out, rung)

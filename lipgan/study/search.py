@@ -96,23 +96,37 @@ def draw(constraint: str, index: int, registry=None) -> dict:
     return {name: r.draw(rng) for name, r in space(constraint, registry).items()}
 
 
-def bindings(constraint: str, config: dict, steps: int, registry=None) -> tuple[str, ...]:
-    """The gin bindings of ``config`` for a run of ``steps`` iterations on a shipped toy config
-    (the ring and grid configs' Adam with linear decay to 0; weight clipping's RMSProp).
+#: The learning-rate schedules of the shipped configs a search binds: ``linear_decay``, Adam's
+#: rate falling linearly to 0 (parts/adam_linear_decay.gin: the toy configs, CIFAR-10's), and
+#: ``constant``, Adam at a constant rate (wgangp_digits.gin; Lucic et al.'s searches too).
+SCHEDULES = ("linear_decay", "constant")
 
-    The critic's decay counts optimizer steps, ``n_critic`` per iteration, so it is bound to
-    ``n_critic × steps`` for the rate to reach 0 on the last iteration whatever ``n_critic``.
+
+def bindings(
+    constraint: str, config: dict, steps: int, registry=None, schedule: str = "linear_decay"
+) -> tuple[str, ...]:
+    """The gin bindings of ``config`` for a run of ``steps`` iterations on a shipped config whose
+    Adam has the ``schedule`` of :data:`SCHEDULES` (weight clipping's RMSProp: a constant rate).
+
+    With ``linear_decay`` the critic's decay counts optimizer steps, ``n_critic`` per iteration,
+    so it is bound to ``n_critic × steps`` for the rate to reach 0 on the last iteration whatever
+    ``n_critic``; with ``constant`` the drawn rate is Adam's own (``steps`` unused).
     """
+    if schedule not in SCHEDULES:
+        raise ConfigError(f"unknown learning-rate schedule {schedule!r}; known: {SCHEDULES}")
     n_critic = int(config["n_critic"])
     lr = float(config["learning_rate"])
     out = [f"train.n_critic = {n_critic}"]
     if "beta_1" in config:
-        out += [
-            f"critic/linear_decay.initial_learning_rate = {lr!r}",
-            f"generator/linear_decay.initial_learning_rate = {lr!r}",
-            f"critic/linear_decay.decay_steps = {n_critic * steps}",
-            f"generator/linear_decay.decay_steps = {steps}",
-        ]
+        if schedule == "constant":
+            out += [f"critic/Adam.learning_rate = {lr!r}", f"generator/Adam.learning_rate = {lr!r}"]
+        else:
+            out += [
+                f"critic/linear_decay.initial_learning_rate = {lr!r}",
+                f"generator/linear_decay.initial_learning_rate = {lr!r}",
+                f"critic/linear_decay.decay_steps = {n_critic * steps}",
+                f"generator/linear_decay.decay_steps = {steps}",
+            ]
         for player in ("critic", "generator"):
             out += [
                 f"{player}/Adam.beta_1 = {float(config['beta_1'])!r}",
@@ -140,16 +154,29 @@ def describe(config: dict) -> str:
     return ", ".join(parts)
 
 
-def score(result: dict | None) -> tuple[float, float, float]:
-    """The search's ranking key (higher is better): −W1, then high quality, then −reverse KL.
+def score(result: dict | None, key: str | None = None) -> tuple[float, ...]:
+    """The search's ranking key (higher is better), the one rule of a tuned study's random
+    search, successive halving (:func:`lipgan.study.halving.mean_score`) and EMA decay choice
+    (:mod:`lipgan.study.ema_choice`).
 
-    The exact W1 between the generated and the real sample (:mod:`lipgan.metrics.toy`) plays the
-    part FID plays in Lucic et al. 2018's selection: one distance between the two distributions,
-    so it punishes a collapsed generator (on the grid, 100 % high quality on 1 of 25 modes has
-    W1 ≈ 3.7) and one that spreads everywhere (8 ring modes at 2 % high quality) alike. Ranking
-    by high quality first chose exactly those collapsed configs on the grid.
+    On a point set (``key`` None): −W1, then high quality, then −reverse KL. The exact W1 between
+    the generated and the real sample (:mod:`lipgan.metrics.toy`) plays the part FID plays in
+    Lucic et al. 2018's selection: one distance between the two distributions, so it punishes a
+    collapsed generator (on the grid, 100 % high quality on 1 of 25 modes has W1 ≈ 3.7) and one
+    that spreads everywhere (8 ring modes at 2 % high quality) alike. Ranking by high quality
+    first chose exactly those collapsed configs on the grid.
+
+    On an image data set ``key`` is the first image metric's ranked value, lower is better (its
+    :attr:`lipgan.core.metric.Metric.score_key`: FID's ``fid`` on CIFAR-10, as Lucic et al.; the
+    digits classifier's ``digits_fd`` on digits; :meth:`lipgan.study.tune.TuneSpec.score_key`),
+    and the score is ``(−value,)``. Either way a failed trial, or one whose value is missing or
+    not finite (NaN), scores −inf: it is never chosen.
     """
     metrics = (result or {}).get("metrics") or {}
+    if key is not None:
+        value = metrics.get(key)
+        ok = (result or {}).get("status") == "ok" and isinstance(value, (int, float))
+        return (-float(value),) if ok and math.isfinite(value) else (-math.inf,)
     if (result or {}).get("status") != "ok" or "high_quality_fraction" not in metrics:
         return (-math.inf, -math.inf, -math.inf)
     w1 = _finite_or_inf(metrics.get("w1"))

@@ -100,3 +100,20 @@ def wall_time(*outs: str | Path) -> dict:
         "cells": sum(int(r.get("cells", 0)) for r in records),
         "killed": sum(1 for r in records if r.get("ended") is None),
     }
+
+
+def wall_line(wall: dict | None) -> str:
+    """The study's wall time as :func:`wall_time` sums it, in a tuned study's report's words."""
+    if not wall or not wall["sessions"]:
+        return "Wall time: no driver session recorded (`sessions/` under search and final)."
+    hours, minutes = divmod(round(wall["seconds"] / 60), 60)
+    killed = (
+        f"; {wall['killed']} without a recorded end, counted to their last finished run"
+        if wall["killed"]
+        else ""
+    )
+    return (
+        f"Wall time, end to end: **{hours} h {minutes:02d} min** summed over {wall['sessions']} "
+        f"driver session(s) that finished {wall['cells']} runs{killed} (`sessions/`; the gaps "
+        "between sessions do not count)."
+    )

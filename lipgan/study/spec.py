@@ -337,5 +337,27 @@ def check_metrics(chosen, datasets, registry) -> None:
             metric.check_ready()
 
 
+def score_key(dataset: str, chosen, registry) -> str | None:
+    """What a tuned study's search ranks ``dataset``'s trials by, lower is better
+    (:func:`lipgan.study.search.score`): the first of its image metrics' (:func:`image_metrics`)
+    :attr:`~lipgan.core.metric.Metric.score_key`, the digits classifier's ``digits_fd`` on
+    digits and ``fid`` on CIFAR-10 unless ``--metric`` says; None on a point set."""
+    names = image_metrics(dataset, chosen)
+    return registry.get("metric", names[0]).score_key if names else None
+
+
+def check_ranked(chosen, datasets, registry) -> None:
+    """One line when an image data set's first metric has no value a search can rank by (IS,
+    higher is better; PRDC's four values), naming the metrics that have one."""
+    for dataset in datasets:
+        if image_metrics(dataset, chosen) and not score_key(dataset, chosen, registry):
+            first = image_metrics(dataset, chosen)[0]
+            ranked = [n for n in registry.names("metric") if registry.get("metric", n).score_key]
+            raise ConfigError(
+                f"metric {first!r} has no lower-is-better value to rank {dataset}'s search by; "
+                f"put first a --metric that has: {', '.join(ranked)}"
+            )
+
+
 def dumps(obj) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, default=float)

@@ -9,7 +9,9 @@ constraint the same search instead:
    iterations, learning-rate decay stretched to it) with its own seed (``SEARCH_SEED + k``, or
    ``--search-seed`` + k: a re-search with other seeds into another ``--out``);
 2. **selection**: the config whose final sample is nearest the data in exact W1 (:func:`score`;
-   ties: higher high quality, then lower reverse KL); a failed trial (NaN) scores nothing;
+   ties: higher high quality, then lower reverse KL); on an image data set the one with the lowest
+   value of its first image metric (``--metric``; FID on CIFAR-10, the digits classifier's FD on
+   digits: :meth:`TuneSpec.score_key`); a failed trial (NaN) scores nothing;
 3. **replicates**: the chosen config at the full budget (each data set config's ``train.steps``)
    over ``seeds`` fresh seeds 0, 1, ... (never a search seed, so the selection's luck does not
    carry over), with a generator EMA (``train.ema_decay``) whose raw generator is measured in the
@@ -41,7 +43,7 @@ from lipgan.core.errors import ConfigError
 from lipgan.study import search
 from lipgan.study.row_bench import BENCH_FILE
 from lipgan.study.search import score
-from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES, Cell, default_steps, dumps
+from lipgan.study.spec import EVAL_EVERY, EVAL_SAMPLES, IMAGE_METRICS, Cell, default_steps, dumps
 
 #: Search trial k trains with seed SEARCH_SEED + k; replicates use seeds 0, 1, ...
 SEARCH_SEED = 1000
@@ -54,7 +56,11 @@ EMA_START = 1000
 
 #: Data sets whose shipped config trains with Adam and linear decay (parts/adam_linear_decay.gin),
 #: the optimizer settings a search config binds (:func:`lipgan.study.search.bindings`).
-TUNABLE_DATASETS = ("ring", "grid", "8gaussians", "25gaussians", "swissroll")
+TUNABLE_DATASETS = ("ring", "grid", "8gaussians", "25gaussians", "swissroll", "cifar10")
+
+#: Data sets whose shipped config holds Adam's rate constant (wgangp_digits.gin): a search config
+#: binds that rate (``schedule="constant"`` of :func:`lipgan.study.search.bindings`).
+CONSTANT_RATE_DATASETS = ("digits",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,9 +92,14 @@ class TuneSpec:
     search_seed: int | None = None
     #: Data sets the user brought (:mod:`lipgan.study.own_data`), also named in ``datasets``.
     data: tuple = ()
+    #: ``--metric``: the scores of the image data sets' rows, the first ranking the search (none:
+    #: :data:`lipgan.study.spec.IMAGE_METRICS`); left out of :meth:`as_dict` when empty.
+    metrics: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
         d = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
+        if not self.metrics:  # as recorded before --metric existed: the same study resumes
+            del d["metrics"]
         d["data"] = [own.as_dict() for own in self.data]
         if not self.data:  # as recorded before own data existed
             del d["data"]
@@ -134,11 +145,39 @@ class TuneSpec:
                     f"a tuned study searches the Adam and linear decay of the toy MLP config; "
                     f"{dataset} holds images (DCGAN, plain Adam): study it with lipgan study"
                 )
-            if dataset not in TUNABLE_DATASETS and dataset not in own:
+            tunable = TUNABLE_DATASETS + CONSTANT_RATE_DATASETS
+            if dataset not in tunable and dataset not in own:
                 raise ConfigError(
-                    f"a tuned study runs on the toy sets ({', '.join(TUNABLE_DATASETS)}), whose "
-                    f"configs train with Adam and a linear decay; not on {dataset!r}"
+                    f"a tuned study runs on the data sets whose configs' Adam it binds "
+                    f"({', '.join(tunable)}); not on {dataset!r}"
                 )
+        self.check_metrics()
+
+    def check_metrics(self) -> None:
+        """One line for a ``--metric`` a study refuses (:func:`lipgan.study.spec.check_metrics`)
+        or, first, one that cannot rank a search (:func:`lipgan.study.spec.check_ranked`)."""
+        from lipgan.study.spec import check_metrics, check_ranked
+
+        if self.metrics or any(d in IMAGE_METRICS for d in self.datasets):  # else: no registry
+            check_metrics(self.metrics, self.datasets, search._default_registry())
+            check_ranked(self.metrics, self.datasets, search._default_registry())
+
+    def score_key(self, dataset: str) -> str | None:
+        """What the search ranks ``dataset``'s trials by (:func:`lipgan.study.spec.score_key`)."""
+        from lipgan.study.spec import image_metrics, score_key
+
+        if not image_metrics(dataset, self.metrics):
+            return None  # a point set: exact W1, then high quality, then reverse KL
+        return score_key(dataset, self.metrics, search._default_registry())
+
+    def cell_metrics(self, dataset: str) -> tuple[str, ...]:
+        """A cell's ``metrics`` on ``dataset``: ``--metric`` on an image data set, as a study's."""
+        return self.metrics if dataset in IMAGE_METRICS else ()
+
+    def search_bindings(self, dataset: str, name: str, config: dict, steps: int) -> tuple:
+        """:func:`lipgan.study.search.bindings` for ``dataset``'s config's learning-rate schedule."""
+        schedule = "constant" if dataset in CONSTANT_RATE_DATASETS else "linear_decay"
+        return search.bindings(name, config, steps, schedule=schedule)
 
     def full_steps(self, dataset: str) -> int:
         return self.steps or default_steps(dataset, self.data)
@@ -224,9 +263,11 @@ def search_cells(spec: TuneSpec) -> list[Cell]:
                         spec.seed_base(SEARCH_SEED) + k,
                         spec.search_steps,
                         spec.eval_samples,
-                        search.bindings(name, config, spec.search_steps) + spec.bindings,
+                        spec.search_bindings(dataset, name, config, spec.search_steps)
+                        + spec.bindings,
                         spec.eval_every,
                         trial=k,
+                        metrics=spec.cell_metrics(dataset),
                     )
                 )
     return cells
@@ -238,7 +279,7 @@ def choose(spec: TuneSpec, results: dict[Cell, dict]) -> dict[tuple[str, str], d
     chosen = {}
     for cell in search_cells(spec):
         key = (cell.dataset, cell.constraint)
-        s = score(results.get(cell))
+        s = score(results.get(cell), spec.score_key(cell.dataset))
         if key not in chosen or s > chosen[key]["score"]:
             chosen[key] = {
                 "trial": cell.trial,
@@ -255,7 +296,7 @@ def replicate_cells(spec: TuneSpec, chosen: dict[tuple[str, str], dict]) -> list
         steps = spec.full_steps(dataset)
         for constraint in spec.constraints:
             config = chosen[(dataset, constraint)]["config"]
-            bindings = search.bindings(constraint_name(constraint), config, steps)
+            bindings = spec.search_bindings(dataset, constraint_name(constraint), config, steps)
             bindings += (
                 f"train.ema_decay = {spec.ema_decay!r}",  # a tuple binds as a gin tuple
                 f"train.ema_start = {spec.ema_start}",
@@ -271,6 +312,7 @@ def replicate_cells(spec: TuneSpec, chosen: dict[tuple[str, str], dict]) -> list
                         spec.eval_samples,
                         bindings,
                         spec.eval_every,
+                        metrics=spec.cell_metrics(dataset),
                     )
                 )
     return cells

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
-from lipgan.study import ema_choice, halving, pacgan4, report, search, sessions
+from lipgan.study import ema_choice, halving, pacgan4, report, search, sessions, tune_images
 from lipgan.study.curve import NO_EMA, decay_key, samples_file
 from lipgan.study.ema_choice import at_decay
 from lipgan.study.figure import short_label
 from lipgan.study.reference_rows import PACGAN
-from lipgan.study.spec import dumps
+from lipgan.study.spec import EVAL_SAMPLES, dumps
 from lipgan.study.summary import (
     BEATS_WHAT,
     EMA_SUFFIX,
@@ -37,13 +37,13 @@ from lipgan.study.summary import (
     _stats,
     beats,
     ema_note,
+    extra_columns,
     summarize,
     threshold_text,
     uniform_reference,
 )
 from lipgan.study.tables import _fmt, _fmt_target, beats_text
-
-SHARED = "shared config"
+from lipgan.study.tune_images import SHARED
 
 
 def split_ema(result: dict, decay: str | None = None, sampled: bool = True) -> list[dict]:
@@ -99,17 +99,24 @@ def search_summary(spec, searched: dict) -> dict:
     """{data set: {constraint: {'hq', 'w1': [per config], 'failed', 'best_of_k',
     'best_of_k_w1'}}}. HQ as fractions, a failed trial scoring 0 as it would for a user; W1 (the
     choice's criterion, lower is better) is None for a failed trial, whose distance is unknown,
-    and its best of k is taken over the finished trials."""
+    and its best of k is taken over the finished trials. An image data set's rows hold its ranked
+    value instead (:func:`lipgan.study.tune_images.search_row`)."""
     out: dict = {}
     for cell, result in searched.items():
         row = out.setdefault(cell.dataset, {}).setdefault(
             cell.constraint, {"trials": {}, "failed": 0}
         )
-        row["trials"][cell.trial] = (_hq(result), _w1(result))
+        key = spec.score_key(cell.dataset)
+        trial = tune_images.trial_value(result, key) if key else (_hq(result), _w1(result))
+        row["trials"][cell.trial] = trial
         row["failed"] += result.get("status") != "ok"
-    for rows in out.values():
+    for dataset, rows in out.items():
         for row in rows.values():
             trials = row.pop("trials")
+            if key := spec.score_key(dataset):
+                values = [trials[k] for k in sorted(trials)]
+                row.update(tune_images.search_row(key, values, expected_best))
+                continue
             row["hq"] = [trials[k][0] for k in sorted(trials)]
             row["w1"] = [trials[k][1] for k in sorted(trials)]
             row["best_of_k"] = expected_best(row["hq"])
@@ -165,31 +172,41 @@ def markdown(
         ]
     lines += [
         f"Protocol (Lucic et al. 2018): per data set and constraint, {spec.configs} configs drawn "
-        f"from the constraint's ranges (below), {halving.protocol(spec)} "
-        "(Lucic et al. choose by FID) is re-run at the full "
+        f"from the constraint's ranges (below), {halving.protocol(spec)} (Lucic et al. choose "
+        f"by FID{tune_images.choice_words(spec)}) is re-run at the full "
         f"budget over {spec.seeds} fresh seeds, with a generator EMA ({_decays_text(spec)}, "
         f"from iteration {spec.ema_start:,}) measured beside the raw generator of the same run. "
         f"Rows: mean ± standard deviation over the {spec.seeds} seeds (a spread; intervals in "
         "brackets are 95 % percentile-bootstrap intervals of the mean over seeds), each seed "
-        f"evaluated on {spec.eval_samples:,} samples (PacGAN's protocol). "
-        "*Shared config* rows (`--shared`): the same constraint in a `lipgan study` at the data "
+        f"evaluated on {spec.eval_samples:,} samples"
+        + (" (PacGAN's protocol). " if spec.eval_samples == EVAL_SAMPLES else ". ")
+        + "*Shared config* rows (`--shared`): the same constraint in a `lipgan study` at the data "
         "set config's own settings, shared by every constraint.",
         "",
-        f"*Beats uniform ({BEATS_WHAT})*: the row beats uniform noise on the data's bounding "
-        "box on every one of modes, high quality and reverse KL (what the noise scores in "
-        "expectation) and W1 (its mean over the seeds' draws, the *uniform* row's W1); **no** "
-        "names the metrics it fails. *Iterations to* the threshold "
-        "in the column header: the median over seeds of the first curve point meeting it "
-        "(`(k/n)` seeds got there; *never* when the median seed did not); the threshold is "
-        "relaxed from PacGAN4's means, which each row is checked against, with intervals, below "
-        "its table. *Seconds to* it: those iterations × the row's seconds per iteration in a "
-        "quiet side-by-side bench (bench.json).",
-        "",
     ]
-    lines += [wall_line(total.get("wall")), ""]
+    if any(not spec.score_key(d) for d in spec.datasets):  # a point set's columns
+        lines += [
+            f"*Beats uniform ({BEATS_WHAT})*: the row beats uniform noise on the data's bounding "
+            "box on every one of modes, high quality and reverse KL (what the noise scores in "
+            "expectation) and W1 (its mean over the seeds' draws, the *uniform* row's W1); **no** "
+            "names the metrics it fails. *Iterations to* the threshold "
+            "in the column header: the median over seeds of the first curve point meeting it "
+            "(`(k/n)` seeds got there; *never* when the median seed did not); the threshold is "
+            "relaxed from PacGAN4's means, which each row is checked against, with intervals, below "
+            "its table. *Seconds to* it: those iterations × the row's seconds per iteration in a "
+            "quiet side-by-side bench (bench.json).",
+            "",
+        ]
+    lines += [sessions.wall_line(total.get("wall")), ""]
     if bench:
         lines += [f"Bench: {bench.get('machine', '?')}; `{bench.get('command', '')}`.", ""]
     for dataset in spec.datasets:
+        if spec.score_key(dataset):  # an image data set: its own table (lipgan.study.tune_images)
+            lines += tune_images.section(
+                spec, dataset, search_rows, chosen, final_summary, references, decays, shared,
+                ema_never_averaged(spec, dataset),
+            )  # fmt: skip
+            continue
         ref = references.get(dataset) or {}
         ref_stats = {n: _stats(r["cells"]) for n, r in (ref.get("rows") or {}).items()}
         uniform = uniform_reference(ref_stats)
@@ -333,23 +350,6 @@ def _searched(row: dict, found: dict) -> str:
     return f"{chosen_w1:.3f} / {median}; {100 * chosen_hq:.1f} / {100 * max(row['hq']):.1f}"
 
 
-def wall_line(wall: dict | None) -> str:
-    """The study's wall time as :func:`lipgan.study.sessions.wall_time` sums it."""
-    if not wall or not wall["sessions"]:
-        return "Wall time: no driver session recorded (`sessions/` under search and final)."
-    hours, minutes = divmod(round(wall["seconds"] / 60), 60)
-    killed = (
-        f"; {wall['killed']} without a recorded end, counted to their last finished run"
-        if wall["killed"]
-        else ""
-    )
-    return (
-        f"Wall time, end to end: **{hours} h {minutes:02d} min** summed over {wall['sessions']} "
-        f"driver session(s) that finished {wall['cells']} runs{killed} (`sessions/`; the gaps "
-        "between sessions do not count)."
-    )
-
-
 def _seconds_to_target(row: dict, seconds_per_iteration: float | None) -> str:
     hit = row.get("to_target")
     if not hit or seconds_per_iteration is None:
@@ -387,9 +387,12 @@ def write(
     for cell, result in final.items():
         picked = decays.get((cell.dataset, cell.constraint), {}).get("decay")
         split += split_ema(result, picked, picked in (None, first))
-    references = refs.load_or_compute(out, list(spec.datasets), spec.eval_samples, spec.seeds, log)
+    references = refs.load_or_compute(
+        out, list(spec.datasets), spec.eval_samples, spec.seeds, log,
+        metrics=spec.metrics, bindings=spec.bindings,
+    )  # fmt: skip
     paths = {"markdown": out / "tune.md", "json": out / "tune.json", "figure": out / "tune.png"}
-    final_summary = summarize(split) if split else {}
+    final_summary = summarize(split, extra=extra_columns(references)) if split else {}
     total = {
         "search": len(spec.datasets) * len(spec.constraints) * spec.configs,
         "search_done": len(searched),
@@ -407,6 +410,8 @@ def write(
             "bindings": [],
             "smoke_test": False,
         }
+        if any(spec.score_key(d) for d in spec.datasets):  # the image reference rows' definition
+            final_spec.update(metrics=list(spec.metrics), bindings=list(spec.bindings))
         (out / "final").mkdir(parents=True, exist_ok=True)
         cache = out / "final" / "references.json"
         if not cache.is_file() and (out / "references.json").is_file():  # the same rows
@@ -437,8 +442,9 @@ def write(
     if spec.search == "halving":
         text += halving.section(out, spec)
     paths["markdown"].write_text(text)
-    if search_rows:
-        figure(paths["figure"], spec, search_rows, chosen, references)
+    points = {d: rows for d, rows in search_rows.items() if not spec.score_key(d)}
+    if points:  # the figure's W1 and high quality are a point set's (tune_figure)
+        figure(paths["figure"], spec, points, chosen, references)
     else:
         paths.pop("figure")
     return paths
