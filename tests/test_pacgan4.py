@@ -183,13 +183,13 @@ def test_report_only_rebuilds_a_tuned_study_without_its_executor(tmp_path, monke
     nothing, so it makes no executor, and leaves itself out of the report's command."""
     from click.testing import CliRunner
 
-    from lipgan.cli import tune as tune_cli
+    from lipgan.cli import options
     from lipgan.cli.main import cli
 
     def no_executor(*args, **kwargs):
         raise AssertionError("--report-only made an executor")
 
-    monkeypatch.setattr(tune_cli, "make_executor", no_executor)
+    monkeypatch.setattr(options, "make_executor", no_executor)  # what cell_executor calls
     args = ["tune", "--constraint", "gradient_penalty", "--executor", "tune", "--report-only"]
     result = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "t")])
     assert result.exit_code == 1, result.output
