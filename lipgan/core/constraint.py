@@ -102,7 +102,10 @@ class StepContext:
         self._calls += 1
         return key
 
-    def _local_rows(self, global_draw: tf.Tensor) -> tf.Tensor:
+    def _draw(self, sampler, event_shape, dtype) -> tf.Tensor:
+        """This replica's rows of one global ``[global_batch_size, *event_shape]`` draw of
+        ``sampler`` (:func:`lipgan.core.rng.uniform` or ``normal``), with the next key."""
+        global_draw = sampler(self._next_key(), [self.global_batch_size, *event_shape], dtype)
         b = self.per_replica_batch_size
         start = tf.cast(self.replica_id, tf.int32) * b
         return global_draw[start : start + b]
@@ -117,23 +120,12 @@ class StepContext:
         Returns:
             A ``[per_replica_batch_size, *event_shape]`` tensor; each call draws new numbers.
         """
-        shape = [self.global_batch_size, *event_shape]
-        draw = rng.uniform(self._next_key(), shape, dtype)
-        return self._local_rows(draw)
+        return self._draw(rng.uniform, event_shape, dtype)
 
     def normal(self, event_shape=(), dtype=tf.float32) -> tf.Tensor:
-        """This replica's ``[b, *event_shape]`` slice of a global N(0, 1) draw.
-
-        Args:
-            event_shape: the shape of one example's draw (``()`` for one number per example).
-            dtype: a floating dtype.
-
-        Returns:
-            A ``[per_replica_batch_size, *event_shape]`` tensor; each call draws new numbers.
-        """
-        shape = [self.global_batch_size, *event_shape]
-        draw = rng.normal(self._next_key(), shape, dtype)
-        return self._local_rows(draw)
+        """This replica's ``[b, *event_shape]`` slice of a global N(0, 1) draw (arguments and
+        result as :meth:`uniform`'s)."""
+        return self._draw(rng.normal, event_shape, dtype)
 
 
 class Constraint(Named):
