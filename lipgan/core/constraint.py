@@ -48,15 +48,14 @@ class StepContext:
     Args:
         seed: the run's seed (``train.seed``); part of every draw's key.
         step: the generator iteration, an int or an int tensor inside the compiled step.
-        phase: the sub-step within the iteration, ``0 .. n_critic``: an int, or an int tensor
-            inside the compiled step (the critic updates run in a ``tf.while_loop``).
+        phase: the sub-step within the iteration, ``0 .. n_critic``.
         global_batch_size: examples in one step over all replicas.
         num_replicas: replicas in sync; must divide ``global_batch_size``.
         replica_id: this replica's index (int or tensor), which selects its rows of each draw.
         n_critic: critic updates per generator update.
 
     Raises:
-        ValueError: an int ``phase`` outside ``0 .. n_critic``, or a batch the replicas cannot share.
+        ValueError: ``phase`` outside ``0 .. n_critic``, or a batch the replicas cannot share.
     """
 
     def __init__(
@@ -64,13 +63,13 @@ class StepContext:
         *,
         seed: int,
         step: tf.Tensor | int,
-        phase: tf.Tensor | int,
+        phase: int,
         global_batch_size: int,
         num_replicas: int,
         replica_id: tf.Tensor | int = 0,
         n_critic: int = 1,
     ):
-        if n_critic < 1 or (isinstance(phase, int) and not 0 <= phase <= n_critic):
+        if n_critic < 1 or not 0 <= phase <= n_critic:
             raise ValueError(f"phase {phase} is outside 0..n_critic={n_critic}")
         if global_batch_size % num_replicas:
             raise ValueError(
@@ -78,7 +77,7 @@ class StepContext:
             )
         self.seed = int(seed)
         self.step = step
-        self.phase = phase
+        self.phase = int(phase)
         self.n_critic = int(n_critic)
         self.global_batch_size = int(global_batch_size)
         self.num_replicas = int(num_replicas)
@@ -89,10 +88,10 @@ class StepContext:
     @property
     def update(self) -> tf.Tensor | int:
         """Critic updates before this sub-step: ``step * n_critic + phase`` (see the class doc)."""
-        if isinstance(self.step, int) and isinstance(self.phase, int):
+        if isinstance(self.step, int):
             return self.step * self.n_critic + self.phase
         step = tf.cast(self.step, tf.int64)
-        return step * self.n_critic + tf.cast(self.phase, tf.int64)
+        return step * self.n_critic + self.phase
 
     def _next_key(self) -> tf.Tensor:
         # Each call during tracing gets its own index; tracing order is deterministic, so the same
