@@ -98,4 +98,8 @@ def test_the_command_writes_the_table(tmp_path):
     out = tmp_path / "lag.md"
     assert ema_lag.main([str(tmp_path / "s"), "--out", str(out)]) == 0
     text = out.read_text()
-    assert text.startswith("| data | row |") and "| grid | r1 | 4,000 | 0 | 0.999 |" in text
+    assert (
+        text.startswith("# EMA: lag or averaging")
+        and "| data | row |" in text
+        and "| grid | r1 | 4,000 | 0 | 0.999 |" in text
+    )

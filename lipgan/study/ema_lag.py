@@ -194,6 +194,17 @@ def table(study_rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+HEADER = """# EMA: lag or averaging
+
+`python -m lipgan.study.ema_lag {dirs}`. High quality (PacGAN's protocol) in percent and
+percent points at each cell's last curve point; means over seeds with 95 % percentile-bootstrap
+intervals of the mean. *Mean age*: the average age in iterations of the weights an EMA holds
+there; *one age earlier*: the raw generator's curve read at that many iterations before (linear
+between its points); see lipgan/study/ema_lag.py for what each explanation predicts.
+
+"""
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m lipgan.study.ema_lag", description=__doc__.splitlines()[0]
@@ -201,7 +212,8 @@ def main(argv=None) -> int:
     parser.add_argument("study_dirs", nargs="+", type=Path, metavar="STUDY_DIR")
     parser.add_argument("--out", type=Path, help="write the tables here (default: stdout)")
     args = parser.parse_args(argv)
-    text = "\n".join(table(rows(d)) for d in args.study_dirs)
+    dirs = " ".join(str(d) for d in args.study_dirs)
+    text = HEADER.format(dirs=dirs) + "\n".join(table(rows(d)) for d in args.study_dirs)
     if args.out is None:
         print(text, end="")
     else:
