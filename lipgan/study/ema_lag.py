@@ -32,6 +32,7 @@ intervals (:func:`lipgan.study.intervals.bootstrap_interval`).
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import json
 import sys
@@ -41,6 +42,7 @@ import numpy as np
 
 from lipgan.study.curve import EMA_BY_DECAY, NO_EMA, decay_key, points, read
 from lipgan.study.intervals import bootstrap_interval, fmt_interval
+from lipgan.study.spec import row_parameters
 
 #: The metric compared (PacGAN's high-quality fraction: the one the EMA sentence is about).
 METRIC = "high_quality_fraction"
@@ -103,12 +105,11 @@ def seed_numbers(result: dict, curve: list[dict], decay: float) -> Seed:
 
 
 def _bound(cell: dict, key: str) -> str | None:
-    """The value a cell's run gives gin ``key``: the last of its row's bindings
-    (``name:key=value``) and then the study's ``--bind``s, in the order
-    :meth:`lipgan.study.spec.Cell.gin` passes them; None when neither binds it."""
-    _, _, row = cell["constraint"].partition(":")
+    """The value a cell's run gives gin ``key``: the last of its row's parameters and then the
+    study's ``--bind``s, the order :meth:`lipgan.study.spec.Cell.gin` passes them in; None when
+    neither binds it."""
     value = None
-    for binding in [*filter(None, row.split(",")), *cell["bindings"]]:
+    for binding in [*row_parameters(cell["constraint"]), *cell["bindings"]]:
         name, _, text = binding.partition("=")
         if name.strip() == key:
             value = text.strip()
@@ -125,8 +126,8 @@ def ema_decays(cell: dict) -> list[float]:
     text = _bound(cell, "train.ema_decay")
     if text is None:
         return []
-    parsed = json.loads(text.replace("(", "[").replace(")", "]"))
-    return [float(d) for d in (parsed if isinstance(parsed, list) else [parsed])]
+    parsed = ast.literal_eval(text)
+    return [float(d) for d in (parsed if isinstance(parsed, tuple | list) else [parsed])]
 
 
 def cells(study_dir: Path) -> list[tuple[dict, list[dict]]]:

@@ -191,8 +191,6 @@ class Cell:
     def gin(self, data_dir=None) -> tuple[list[str], list[str]]:
         """(gin files, bindings) of this cell's run; ``data_dir``: where a user data set's frozen
         copy is (default: ``$LIPGAN_STUDY_DATA``, set for a cell by the runner)."""
-        from lipgan.bench.sweep import parse_spec
-
         if self.dataset in DATASETS:
             config, dataset_name = DATASETS[self.dataset]
             data_bindings = []
@@ -200,13 +198,9 @@ class Cell:
             from lipgan.study.own_data import cell_config
 
             (config, data_bindings), dataset_name = cell_config(self.dataset, data_dir), None
-        name, kwargs = parse_spec(self.constraint)
+        name = self.constraint.partition(":")[0].strip()
         bindings = [f"train.constraint = @{name}()", *PAPER_OPTIMIZERS.get(name, ())]
-        # ``key=value`` sets the constraint's own parameter; a dotted key is a whole binding
-        # (``bjorck:mlp_critic.activation=maxmin`` pairs the construction with its activation).
-        bindings += [
-            f"{key if '.' in key else f'{name}.{key}'} = {value!r}" for key, value in kwargs.items()
-        ]
+        bindings += row_parameters(self.constraint)
         if dataset_name:
             bindings.append(f"dataset.name = {dataset_name!r}")
         bindings += data_bindings
@@ -216,6 +210,19 @@ class Cell:
         # changes no step. --bind still wins.
         bindings.append("train.eval_every = 0")
         return [config], bindings + list(self.bindings)
+
+
+def row_parameters(constraint: str) -> list[str]:
+    """The gin bindings of a row spec's ``key=value`` parameters (``name:key=value,...``), in its
+    order: a plain key sets the constraint's own parameter, a dotted key is a whole binding
+    (``bjorck:mlp_critic.activation=maxmin`` pairs the construction with its activation). A cell
+    passes them before the study's ``--bind``s (:meth:`Cell.gin`)."""
+    from lipgan.bench.sweep import parse_spec
+
+    name, kwargs = parse_spec(constraint)
+    return [
+        f"{key if '.' in key else f'{name}.{key}'} = {value!r}" for key, value in kwargs.items()
+    ]
 
 
 def toy_set(dataset: str) -> str | None:
