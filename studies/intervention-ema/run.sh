@@ -14,11 +14,7 @@
 # quality by itself, the gap stays at 0.99 and at 8,000.
 # Re-running the same command resumes.
 set -eu
-export TF_CPP_MIN_LOG_LEVEL=3
-if [ -n "${LIPGAN_TREE:-}" ]; then  # its lipgan and its built-in plugins (lipgan_plugins)
-  shim=$(mktemp -d) && ln -s "$LIPGAN_TREE/plugins" "$shim/lipgan_plugins"
-  export PYTHONPATH="$LIPGAN_TREE:$shim"
-fi
+. studies/snapshot.sh  # TF_CPP_MIN_LOG_LEVEL, and LIPGAN_TREE (a snapshot of the code)
 gp_grid() {  # studies/tuned/chosen.json's gradient_penalty, grid (trial config), and three EMAs
   nice -n 15 lipgan study --dataset grid --seeds 5 \
     --bind 'train.n_critic = 5' \

@@ -8,11 +8,7 @@
 #   * with Björck's orthonormal layers (every singular value 1),
 # 5 seeds each at 4,000 iterations. Re-running the same command resumes.
 set -eu
-export TF_CPP_MIN_LOG_LEVEL=3
-if [ -n "${LIPGAN_TREE:-}" ]; then  # its lipgan and its built-in plugins (lipgan_plugins)
-  shim=$(mktemp -d) && ln -s "$LIPGAN_TREE/plugins" "$shim/lipgan_plugins"
-  export PYTHONPATH="$LIPGAN_TREE:$shim"
-fi
+. studies/snapshot.sh  # TF_CPP_MIN_LOG_LEVEL, and LIPGAN_TREE (a snapshot of the code)
 exec nice -n 15 lipgan study --dataset grid --seeds 5 \
   --constraint spectral_norm \
   --constraint spectral_norm:spectral_norm.output_scale=9 \

@@ -8,11 +8,7 @@
 #   LIPGAN_TREE=/path/to/a/checkout runs that tree's code (a snapshot, so that editing the work
 #   tree does not change the code of runs still to start).
 set -eu
-export TF_CPP_MIN_LOG_LEVEL=3
-if [ -n "${LIPGAN_TREE:-}" ]; then  # its lipgan and its built-in plugins (lipgan_plugins)
-  shim=$(mktemp -d) && ln -s "$LIPGAN_TREE/plugins" "$shim/lipgan_plugins"
-  export PYTHONPATH="$LIPGAN_TREE:$shim"
-fi
+. studies/snapshot.sh  # TF_CPP_MIN_LOG_LEVEL, and LIPGAN_TREE (a snapshot of the code)
 exec nice -n 15 lipgan tune --constraint spectral_norm --dataset grid --configs 20 \
   --search halving --eta 3 --rungs 3 --search-seeds 2 --search-seed 6000 --seeds 5 \
   --out studies/research-sn-grid "$@"

@@ -13,11 +13,7 @@
 # `sh studies/tuned/run.sh --bench` on quiet cores re-measures the side-by-side timing behind the
 # seconds to target (bench.json).
 set -eu
-export TF_CPP_MIN_LOG_LEVEL=3
-if [ -n "${LIPGAN_TREE:-}" ]; then  # its lipgan and its built-in plugins (lipgan_plugins)
-  shim=$(mktemp -d) && ln -s "$LIPGAN_TREE/plugins" "$shim/lipgan_plugins"
-  export PYTHONPATH="$LIPGAN_TREE:$shim"
-fi
+. studies/snapshot.sh  # TF_CPP_MIN_LOG_LEVEL, and LIPGAN_TREE (a snapshot of the code)
 # The study's eight constraints are named: a plain `lipgan tune` tunes every registered one, and
 # constructions registered since (aoc, cayley, ...) would make it another study (spec.json).
 exec nice -n 10 lipgan tune --configs 20 --search-steps 1000 --seeds 5 --executor tune \
