@@ -193,6 +193,7 @@ def test_a_curve_point_records_every_decay_by_key():
     assert curve.by_decay({0.999: "first"}, measure, {"w1": 0.5}) == {}
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_a_tiny_tuned_study_with_two_decays_measures_and_chooses_them(tmp_path):
     """End to end: the replicates train with ``train.ema_decay = (0.9, 0.5)`` from gin, every

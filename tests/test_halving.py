@@ -106,6 +106,7 @@ def test_the_spec_of_a_random_search_is_recorded_as_before():
     assert (d["search"], d["eta"], d["rungs"], d["search_seeds"]) == ("halving", 3, 3, 2)
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_a_tiny_halving_tune_end_to_end(tmp_path):
     from lipgan.study.executors import LocalExecutor

@@ -124,6 +124,7 @@ def test_missing_weights_are_refused_in_one_line_before_training(tmp_path, offli
     assert not out.exists()  # nothing trained, nothing written
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_the_cifar10_study_path_end_to_end_on_shapes_with_a_standin_network(tmp_path, monkeypatch):
     """``studies/cifar10/run.sh``'s command, shrunk: one of its constraints, 2 iterations of a

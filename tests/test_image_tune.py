@@ -127,6 +127,7 @@ def test_a_first_metric_with_no_lower_is_better_value_is_refused():
     study_spec.check_ranked(("fid", "is"), ("cifar10",), registry)  # FID first: ranked by it
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_a_tiny_digits_tune_reports_its_scores_per_row_beside_the_reference_rows(tmp_path):
     out = tmp_path / "tuned"

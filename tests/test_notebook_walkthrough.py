@@ -22,6 +22,7 @@ def json_after(lines: list[str], header: str) -> dict:
     return json.loads("\n".join(lines[start : end + 1]))
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_the_notebook_walkthrough_runs_every_point(tmp_path):
     # -u: on a timeout, the cells that ran are in the report. About 2 CPU-minutes (six

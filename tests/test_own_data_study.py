@@ -50,6 +50,7 @@ def test_bad_files_are_refused_in_one_line_before_anything_is_written(tmp_path):
             assert not out.exists()
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_a_study_and_a_tune_on_your_own_npz(tmp_path):
     data = _npz(tmp_path / "pts.npz")

@@ -172,6 +172,7 @@ def test_public_names_are_the_registered_classes():
         lipgan.constraints.GradientPenality  # noqa: B018
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_the_python_api_example_runs(tmp_path):
     spec = importlib.util.spec_from_file_location(

@@ -114,6 +114,7 @@ def test_tiny_study_end_to_end_resume_and_failure(tmp_path):
         run_study(StudySpec(**{**vars(spec), "seeds": 2}), tmp_path)
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_quick_study_from_the_cli_reports_structure_and_a_collapsed_cell(tmp_path, monkeypatch):
     """`lipgan study --quick` itself (its seeds, iterations and data set), with a frozen generator
@@ -172,6 +173,7 @@ def test_quick_study_from_the_cli_reports_structure_and_a_collapsed_cell(tmp_pat
     assert f"SMOKE TEST (--quick): {QUICK['steps']} iterations, not results" in title
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_a_signalled_study_stops_its_cells_and_the_same_command_resumes_them(tmp_path):
     """SIGTERM to `lipgan study` (a scheduler's stop; a terminal's Ctrl-C reaches only the study,

@@ -67,6 +67,7 @@ def test_a_cell_records_its_curve_and_trains_the_same_without_it(tmp_path, capsy
     assert points(read(run_dir)) == curve
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_a_stopped_cell_resumes_and_its_curve_continues(tmp_path):
     """SIGTERM mid-run (what the study sends its cells): the cell saves a checkpoint, marks its

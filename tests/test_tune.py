@@ -217,6 +217,7 @@ def test_a_constraint_without_space_or_a_data_set_it_cannot_tune_is_one_line(tmp
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_a_tiny_tuned_study_end_to_end_then_resumed(tmp_path):
     from lipgan.study.executors import LocalExecutor

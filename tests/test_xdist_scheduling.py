@@ -77,7 +77,12 @@ def test_ci_runs_the_readmes_test_command():
     readme = (REPO / "README.md").read_text()
     command = re.search(r"pip install -e '\.\[test\]' && (pytest [^\n]+)", readme).group(1)
     assert "-n 2 --dist loadscope" in command
-    assert f"pip install -q -e '.[test]' && {command}\n" in (REPO / ".ci" / "run").read_text()
+    ci = (REPO / ".ci" / "run").read_text()
+    assert f"pip install -q -e '.[test]' && {command}\n" in ci
+    # The heavy tier the README's command leaves out runs in CI's next step, named in the README.
+    assert '-m "not heavy"' in command
+    heavy = "pytest -q -n 2 --dist loadscope -m heavy"
+    assert f"\n{heavy}\n" in ci and f"`{heavy}`" in readme
 
 
 def test_every_unit_named_for_the_scheduler_exists():
