@@ -2,47 +2,9 @@
 
 from __future__ import annotations
 
-import platform
 from pathlib import Path
 
-#: CPU flags from the widest to the narrowest matmul path; :func:`machine` reports the first present.
-SIMD_LEVELS = ("amx_bf16", "avx512_bf16", "avx512f", "avx2", "avx", "asimd")
-
-
-def machine() -> dict:
-    """What the figures were measured on: CPU model, its widest matmul instructions and count,
-    accelerators, TF and Keras versions.
-
-    The model name alone does not say it: machines sold under one CPU model name come with and
-    without AVX-512, with very different float32 matmul peaks (benchmarks/RESULTS.md), and native
-    bf16 exists only on the former.
-    """
-    import os
-
-    import keras
-    import tensorflow as tf
-
-    cpu, flags = platform.processor() or "unknown", set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-            elif line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-            if flags and cpu != "unknown":
-                break
-    except OSError:
-        pass
-    accelerators = [d.name for d in tf.config.list_logical_devices() if d.device_type != "CPU"]
-    return {
-        "cpu": cpu,
-        "simd": next((f for f in SIMD_LEVELS if f in flags), "unknown"),
-        "nproc": os.cpu_count(),
-        "accelerators": accelerators or ["none"],
-        "tensorflow": tf.__version__,
-        "keras": keras.__version__,
-        "python": platform.python_version(),
-    }
+from lipgan.core.machine import describe
 
 
 def _fmt(value, digits=2):
@@ -124,7 +86,7 @@ def write(records: list[dict], out: Path, command: str) -> dict:
     import json
 
     out.mkdir(parents=True, exist_ok=True)
-    info = machine()
+    info = describe()
     (out / "results.json").write_text(
         json.dumps({"command": command, "machine": info, "records": records}, indent=1)
     )

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lipgan.core import machine
 from lipgan.core.errors import Interrupted, LipganError, RunDirError, first_line
 from lipgan.run.interrupt import ORPHAN_ENV, stop_when_orphaned
 from lipgan.run.progress import Progress
@@ -320,6 +321,7 @@ def main(argv: list[str], run_cell: Callable[[dict, Path], dict]) -> int:
         traceback.print_exc(file=sys.stderr)  # cell.log keeps the whole story
         print(f"Error: {message}", file=sys.stderr)
     result["cell"] = cell
+    result["machine"] = machine.describe()  # what it ran on (lipgan.core.machine says why)
     tmp = run_dir / "result.json.tmp"
     tmp.write_text(json.dumps(result, indent=2, default=float))
     os.replace(tmp, run_dir / "result.json")

@@ -44,7 +44,8 @@ def write(
     cells = []
     for r in results:
         values = cell_values(r) if r["status"] == "ok" else {}
-        kept = {k: v for k, v in r.items() if k != "samples_cell"}  # the figure's, not a number
+        # samples_cell is the figure's, not a number; the machine stays in the cell's result.json
+        kept = {k: v for k, v in r.items() if k not in ("samples_cell", "machine")}
         cells.append({**kept, "collapsed": is_collapsed(values) if values else None})
     payload = {
         "spec": spec,

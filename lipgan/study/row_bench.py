@@ -13,11 +13,12 @@ job disturbed.
 from __future__ import annotations
 
 import json
-import platform
 import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from lipgan.core.machine import cores, cpu
 
 #: The measurement's file in the tuned study's dir (read back by
 #: :func:`lipgan.study.tune.load_bench`).
@@ -29,18 +30,10 @@ ITERATIONS = 100
 
 
 def machine() -> str:
-    """CPU model, core count and the instruction sets that decide TF's kernels."""
-    model, flags = platform.processor() or "?", ""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-        model = next(ln.split(":", 1)[1].strip() for ln in text.splitlines() if "model name" in ln)
-        flags = "AVX-512" if " avx512f" in text else ("AVX2" if " avx2" in text else "")
-    except (OSError, StopIteration):
-        pass
-    import os
-
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{model}, {cores} cores{', ' + flags if flags else ''}"
+    """CPU model, core count and the instruction sets that decide TF's kernels, in one line."""
+    model, flags = cpu()
+    simd = "AVX-512" if "avx512f" in flags else ("AVX2" if "avx2" in flags else "")
+    return f"{model}, {cores()} cores{', ' + simd if simd else ''}"
 
 
 def measure(
