@@ -45,3 +45,13 @@ def test_every_cell_result_records_its_machine_finished_or_failed(tmp_path):
     code, result = _cell(tmp_path / "failed", fails)
     assert code == 1 and result["status"] == "failed"
     assert result["machine"]["tensorflow"] == tf.__version__
+
+
+def test_a_machine_that_cannot_be_described_still_gets_its_result_written(tmp_path, monkeypatch):
+    def broken():
+        raise ImportError("no tensorflow here")
+
+    monkeypatch.setattr(machine, "describe", broken)
+    code, result = _cell(tmp_path / "ok", lambda cell, run_dir: {"status": "ok", "step": 1})
+    assert code == 0 and result["status"] == "ok"
+    assert result["machine"] == {"error": "no tensorflow here"}

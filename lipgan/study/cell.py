@@ -321,7 +321,10 @@ def main(argv: list[str], run_cell: Callable[[dict, Path], dict]) -> int:
         traceback.print_exc(file=sys.stderr)  # cell.log keeps the whole story
         print(f"Error: {message}", file=sys.stderr)
     result["cell"] = cell
-    result["machine"] = machine.describe()  # what it ran on (lipgan.core.machine says why)
+    try:  # what it ran on (lipgan.core.machine says why); never in the way of the result itself
+        result["machine"] = machine.describe()
+    except Exception as exc:  # e.g. the TensorFlow import that failed the cell fails here too
+        result["machine"] = {"error": first_line(exc)}
     tmp = run_dir / "result.json.tmp"
     tmp.write_text(json.dumps(result, indent=2, default=float))
     os.replace(tmp, run_dir / "result.json")
