@@ -12,9 +12,7 @@ repo=$(git rev-parse --show-toplevel); cd "$repo"
 [ -d $tree ] || git worktree add -q --detach $tree $c
 git -C $tree checkout -q --detach $c || exit 125
 . $repo/.venv/bin/activate
-export TF_CPP_MIN_LOG_LEVEL=3
-shim=$(mktemp -d) && ln -s "$tree/plugins" "$shim/lipgan_plugins"
-export PYTHONPATH="$tree:$shim"
+LIPGAN_TREE=$tree . "$repo/studies/snapshot.sh"  # COMMIT's lipgan and plugins first on the path
 if [ -f $tree/lipgan/config/cells.py ]; then mod=lipgan.config.cells; else mod=lipgan.study.cell; fi
 work=$(mktemp -d); python3 -c "
 import json; r=json.load(open('$repo/studies/tuned-sn-grid-full/final/runs/grid/spectral_norm/seed0/result.json')); json.dump(r['cell'], open('$work/cell.json','w'))"
