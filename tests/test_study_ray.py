@@ -200,9 +200,9 @@ def test_a_killed_ray_worker_is_retried_and_the_cell_resumes_from_its_checkpoint
     )
     study.start()
     log = run_dir / "metrics.jsonl"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and not (log.is_file() and log.read_text().strip()):
-        time.sleep(0.05)
+    wait_until(
+        lambda: log.is_file() and log.read_text().strip(), "the cell's first logged step", 300
+    )
     (cell,) = [p for p in processes_mentioning(str(run_dir)) if "lipgan.config.cells" in _cmd(p)]
     worker = _ppid(cell)  # the Ray worker that runs the cell's task
     assert "ray" in _cmd(worker).lower(), _cmd(worker)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from click.testing import CliRunner
 from lipgan.cli.main import cli
 from lipgan.study import tune
 from lipgan.study.runner import cell_dir
-from tests.helpers import CLI, HANG_S, processes_mentioning
+from tests.helpers import CLI, HANG_S, processes_mentioning, wait_until, wait_while_running
 from tests.test_study_ray import _untimed
 
 TINY = [
@@ -94,13 +93,10 @@ def _driver(out: Path, address: str) -> list[str]:
 
 
 def _wait_until_logged(run_dirs, proc) -> None:
-    deadline = time.monotonic() + HANG_S
-    while time.monotonic() < deadline and proc.poll() is None:
-        logs = [d / "metrics.jsonl" for d in run_dirs]
-        if all(f.is_file() and f.read_text().strip() for f in logs):
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"no trial logged a step (driver exit {proc.poll()})")
+    logs = [d / "metrics.jsonl" for d in run_dirs]
+    logged = lambda: all(f.is_file() and f.read_text().strip() for f in logs)  # noqa: E731
+    if not wait_while_running(proc, logged, "the trials' first logged steps", HANG_S):
+        raise AssertionError(f"no trial logged a step (driver exit {proc.poll()})")
 
 
 @pytest.mark.slow
@@ -131,10 +127,8 @@ def test_a_stopped_or_killed_tune_driver_resumes_with_the_same_command(ray_addre
     else:
         assert stopped.returncode == -signal.SIGKILL
         assert list((out / "search").glob("ray_tune/*"))  # left for Tuner.restore
-    deadline = time.monotonic() + 120  # the runs stop themselves (told, or orphaned)
-    while processes_mentioning(str(out)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert processes_mentioning(str(out)) == []
+    # the runs stop themselves (told, or orphaned)
+    wait_until(lambda: processes_mentioning(str(out)) == [], "the runs' own stop", 120)
     for run_dir in run_dirs:
         assert not (run_dir / "result.json").exists()
     resumed = finish(start_python(*args), timeout=HANG_S)
