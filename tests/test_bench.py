@@ -10,17 +10,18 @@ from click.testing import CliRunner
 from lipgan.bench import cases, harness, sweep
 from lipgan.cli.main import cli
 from lipgan.core.errors import ConfigError
+from lipgan.core.plugin_spec import parse_spec
 from tests.helpers import TINY_BENCH
 
 
 def test_parse_spec_reads_python_literals():
-    assert sweep.parse_spec("gradient_penalty:fast_relu=True,every=16") == (
+    assert parse_spec("gradient_penalty:fast_relu=True,every=16") == (
         "gradient_penalty",
         {"fast_relu": True, "every": 16},
     )
-    assert sweep.parse_spec("none") == ("none", {})
+    assert parse_spec("none") == ("none", {})
     with pytest.raises(ConfigError):
-        sweep.parse_spec("gradient_penalty:every")
+        parse_spec("gradient_penalty:every")
 
 
 def test_default_constraints_cover_the_registry_and_gp_variants():

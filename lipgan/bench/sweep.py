@@ -1,15 +1,15 @@
 """What a benchmark sweep is: its axes (execution modes, models, measurements), one sweep's
-settings (:class:`BenchConfig`), and the ``name:key=value`` specs that name its constraints and
-strategies (also the study's ``--constraint`` syntax). Nothing here imports TensorFlow, so the CLI
-and the study check a sweep or a spec before anything is built.
+settings (:class:`BenchConfig`), and the plugins its ``name:key=value`` specs name
+(:mod:`lipgan.core.plugin_spec`). Nothing here imports TensorFlow, so the CLI checks a sweep
+before anything is built.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 
 from lipgan.core.errors import ConfigError
+from lipgan.core.plugin_spec import parse_spec
 
 MODES = ("auto", "eager", "function", "xla", "auto+bf16", "function+bf16", "xla+bf16")
 # "auto": what ``lipgan run`` does, train.jit_compile='auto' (lipgan/core/jit.py: XLA for dense
@@ -86,21 +86,6 @@ class BenchConfig:
 
 
 # -- specs ----------------------------------------------------------------------------------
-def parse_spec(spec: str) -> tuple[str, dict]:
-    """``name`` or ``name:key=value,key=value`` (values are Python literals) -> (name, kwargs)."""
-    name, _, params = spec.partition(":")
-    kwargs = {}
-    for item in filter(None, params.split(",")):
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise ConfigError(f"bad spec {spec!r}: expected name:key=value,...")
-        try:
-            kwargs[key.strip()] = ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError):
-            kwargs[key.strip()] = value.strip()
-    return name.strip(), kwargs
-
-
 def default_constraints(registry) -> list[str]:
     """Every registered constraint, plus gradient_penalty's unpruned reference and lazy schedule.
 

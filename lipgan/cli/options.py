@@ -214,7 +214,7 @@ TOY_DATASETS = "ring, grid, 8gaussians, 25gaussians, swissroll"
 
 def constraint_option(default: str):
     """``--constraint SPEC`` (repeatable) of ``lipgan study``, ``tune`` and ``bench``: a
-    registered constraint and its arguments, as :func:`lipgan.bench.sweep.parse_spec` reads it;
+    registered constraint and its arguments, as :func:`lipgan.core.plugin_spec.parse_spec` reads it;
     ``default`` says which run when none is given."""
     return click.option(
         "--constraint",
@@ -314,8 +314,8 @@ def study_command(command_name: str) -> str:
 def check_constraints(constraints, registry) -> list[str]:
     """The SPECs as given; an unknown constraint name is one line, before any cell starts (not
     recorded as N failed cells)."""
-    from lipgan.bench.sweep import parse_spec
     from lipgan.core.errors import ConfigError
+    from lipgan.core.plugin_spec import parse_spec
 
     known = registry.names("constraint")
     unknown = [c for c in constraints if parse_spec(c)[0] not in known]

@@ -91,8 +91,8 @@ def short_label(constraint: str) -> str:
     sets), ``gradient_penalty:every=4`` becomes ``gradient_penalty [every=4]``. The table keeps
     the full spec, which is what the command line says. A row label's words after the spec (a
     tuned study's ``SPEC +EMA``) are kept after the short name: ``bjorck [maxmin] +EMA``."""
-    from lipgan.bench.sweep import parse_spec
     from lipgan.core.errors import ConfigError
+    from lipgan.core.plugin_spec import parse_spec
 
     spec, space, suffix = constraint.partition(" ")
     if space:

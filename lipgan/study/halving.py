@@ -29,8 +29,8 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from lipgan.bench.sweep import parse_spec
 from lipgan.core.errors import ConfigError
+from lipgan.core.plugin_spec import parse_spec
 from lipgan.study import search
 from lipgan.study.spec import Cell, dumps
 

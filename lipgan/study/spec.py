@@ -2,8 +2,8 @@
 
 A cell is an ordinary lipgan run: a shipped gin config for its data set (:data:`DATASETS`, or for
 a data set the user brings, the config of its kind: :mod:`lipgan.study.own_data`), plus the
-bindings that choose the constraint (``--constraint`` SPEC, parsed by :func:`lipgan.bench.sweep.
-parse_spec`, the syntax of ``lipgan bench``), the seed and the number of iterations.
+bindings that choose the constraint (``--constraint`` SPEC, parsed by
+:func:`lipgan.core.plugin_spec.parse_spec`, the syntax of ``lipgan bench``), the seed and the number of iterations.
 """
 
 from __future__ import annotations
@@ -217,7 +217,7 @@ def row_parameters(constraint: str) -> list[str]:
     order: a plain key sets the constraint's own parameter, a dotted key is a whole binding
     (``bjorck:mlp_critic.activation=maxmin`` pairs the construction with its activation). A cell
     passes them before the study's ``--bind``s (:meth:`Cell.gin`)."""
-    from lipgan.bench.sweep import parse_spec
+    from lipgan.core.plugin_spec import parse_spec
 
     name, kwargs = parse_spec(constraint)
     return [
@@ -280,7 +280,7 @@ def default_constraints(registry) -> list[str]:
 
 
 def check_spec(spec: StudySpec) -> None:
-    from lipgan.bench.sweep import parse_spec
+    from lipgan.core.plugin_spec import parse_spec
 
     if spec.seeds < 1 or (spec.steps is not None and spec.steps < 1) or spec.eval_samples < 2:
         raise ConfigError("--seeds and --steps must be >= 1")

@@ -119,7 +119,7 @@ class TuneSpec:
         return Halving(self.eta, self.rungs, self.search_seeds)
 
     def check(self) -> None:
-        from lipgan.bench.sweep import parse_spec
+        from lipgan.core.plugin_spec import parse_spec
 
         if min(self.configs, self.search_steps, self.seeds) < 1 or (
             self.steps is not None and self.steps < 1
@@ -243,7 +243,7 @@ def left_out(registry) -> list[str]:
 
 
 def constraint_name(spec: str) -> str:
-    from lipgan.bench.sweep import parse_spec
+    from lipgan.core.plugin_spec import parse_spec
 
     return parse_spec(spec)[0]
 
