@@ -200,10 +200,10 @@ def test_dir_lipgan_lists_the_lazy_public_names():
 # -- 4. seeds with model objects -------------------------------------------------------------------
 def test_given_models_keep_their_weights_factories_are_seeded_and_the_note_is_said_once(capsys):
     """The note is a LipganWarning (a user filters it the Python way), never printed to stdout."""
-    from lipgan.core import factories as trainer_module
+    from lipgan.core import factories
     from lipgan.core.errors import LipganWarning
 
-    trainer_module._noted.clear()
+    factories._noted.clear()
     keras.utils.set_random_seed(123)
     model = critic((2,))
     given = [w.numpy().copy() for w in model.weights]
@@ -211,7 +211,7 @@ def test_given_models_keep_their_weights_factories_are_seeded_and_the_note_is_sa
     with pytest.warns(LipganWarning) as caught:
         first = trainer(ring(32), critic=model)
         trainer(ring(32), critic=model)
-    notes = [w for w in caught if str(w.message) == trainer_module.GIVEN_WEIGHTS_NOTE]
+    notes = [w for w in caught if str(w.message) == factories.GIVEN_WEIGHTS_NOTE]
     assert len(notes) == 1  # once per process
     assert capsys.readouterr().out == ""
     for a, w in zip(given, first.critic.weights, strict=True):

@@ -44,7 +44,6 @@ from lipgan.core.callbacks import Callback, FitView, Sampler
 from lipgan.core.engine import WGAN
 from lipgan.core.errors import CheckpointError, ConfigError
 from lipgan.core.factories import (
-    GIVEN_WEIGHTS_NOTE,  # noqa: F401 - documented as lipgan.run.trainer.GIVEN_WEIGHTS_NOTE
     check_critic_output,
     model_factory,
     optimizer_factory,
@@ -75,7 +74,8 @@ class Trainer:
     Building seeds Keras and TensorFlow with ``step_config.seed`` (initial weights and any op without its
     own seed), as ``lipgan run`` does. A model given as an object keeps the weights it has: the
     seed then covers noise, interpolation and shuffling only (said once per process,
-    :data:`GIVEN_WEIGHTS_NOTE`); pass a factory to have the seed draw the initial weights.
+    :data:`lipgan.core.factories.GIVEN_WEIGHTS_NOTE`); pass a factory to have the seed draw the
+    initial weights.
 
     Args:
         **keywords: the fields of :class:`lipgan.run.spec.RunSpec` (``data``, ``critic``,
