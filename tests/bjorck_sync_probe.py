@@ -85,7 +85,7 @@ def main(construction):
     knocked = spread()
     data = spec["data"].astype(np.float32)
     ds = tf.data.Dataset.from_tensor_slices(data).batch(8, drop_remainder=True).repeat()
-    wgan.run(wgan.distribute(ds), 2)
+    wgan.iterate(wgan.distribute(ds), 2)
     print("RESULT " + json.dumps({"knocked": knocked, "after": spread()}), flush=True)
 
 

@@ -113,7 +113,7 @@ def main():
             .batch(GLOBAL_BATCH, drop_remainder=True)
             .repeat()
         )
-        metrics = wgan.run(wgan.distribute(ds), ITERATIONS)
+        metrics = wgan.iterate(wgan.distribute(ds), ITERATIONS)
         out["results"][name] = {
             "critic_loss": float(loss),
             "grad_norm": float(tf.linalg.global_norm(grads)),

@@ -54,7 +54,7 @@ def main(variant):
         copy.assign(copy + tf.random.stateless_normal(copy.shape, seed=[1, 2]))
     data = np.random.default_rng(0).normal(size=(64, 2)).astype(np.float32)
     ds = tf.data.Dataset.from_tensor_slices(data).batch(8, drop_remainder=True).repeat()
-    wgan.run(wgan.distribute(ds), 2)
+    wgan.iterate(wgan.distribute(ds), 2)
 
     def spread(variables):
         return max(

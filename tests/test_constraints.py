@@ -93,7 +93,7 @@ def toy_iterator(wgan):
 def test_weight_clip_keeps_every_critic_variable_in_range():
     c = 0.01
     wgan = tiny_wgan(WeightClip(c=c), critic_lr=1.0)
-    wgan.run(toy_iterator(wgan), 3)
+    wgan.iterate(toy_iterator(wgan), 3)
     values = np.concatenate([v.numpy().ravel() for v in wgan.critic.trainable_variables])
     assert np.abs(values).max() <= c + 1e-9
     # The clip was active: with lr 1.0 many parameters hit the bound (biases included).
@@ -159,7 +159,7 @@ def test_spectral_norm_holds_during_training():
     wgan = tiny_wgan(
         SpectralNorm(power_iterations=1), critic_lr=1e-3, optimizer=keras.optimizers.Adam
     )
-    wgan.run(toy_iterator(wgan), 20)
+    wgan.iterate(toy_iterator(wgan), 20)
     sigmas = spectral_norms(wgan.critic)
     assert len(sigmas) == 3
     for sigma in sigmas:

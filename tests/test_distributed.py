@@ -55,8 +55,8 @@ def test_steps_per_execution_does_not_change_results():
     one_at_a_time, host_loop = build(config), build(config)
     it1, it8 = batches(one_at_a_time), batches(host_loop)
     for _ in range(8):
-        m1 = one_at_a_time.run(it1, 1)
-    m8 = host_loop.run(it8, 8)
+        m1 = one_at_a_time.iterate(it1, 1)
+    m8 = host_loop.iterate(it8, 8)
     assert int(one_at_a_time.iteration.numpy()) == int(host_loop.iteration.numpy()) == 8
     for a, b in zip(weights(one_at_a_time), weights(host_loop), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
@@ -75,7 +75,7 @@ def test_xla_step_matches_plain_step():
     xla = build(
         StepConfig(global_batch_size=16, n_critic=2, seed=5, jit_compile=True), optimizer=sgd
     )
-    mp, mx = plain.run(batches(plain), 3), xla.run(batches(xla), 3)
+    mp, mx = plain.iterate(batches(plain), 3), xla.iterate(batches(xla), 3)
     for key in mp:
         assert float(mx[key]) == pytest.approx(float(mp[key]), rel=1e-4, abs=1e-5), key
     for a, b in zip(weights(plain), weights(xla), strict=True):

@@ -31,7 +31,7 @@ def test_the_ema_is_the_studiogan_average_of_the_generator_weights(start):
     for a, b in zip(wgan.generator_ema.weights, wgan.generator.weights, strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy())  # the copy starts equal
     for t in range(1, 7):
-        wgan.run(iterator, 1)
+        wgan.iterate(iterator, 1)
         d = decay if t > start else 0.0
         weights = [w.numpy().astype(np.float64) for w in wgan.generator.weights]
         expected = [d * e + (1 - d) * w for e, w in zip(expected, weights, strict=True)]
@@ -45,7 +45,7 @@ def test_the_ema_is_the_studiogan_average_of_the_generator_weights(start):
     )
     # many iterations per compiled call give the same average as one per call
     other = toy_wgan(GradientPenalty(weight=1.0), config=config)
-    other.run(_data(other), 6)
+    other.iterate(_data(other), 6)
     for a, b in zip(other.generator_ema.weights, wgan.generator_ema.weights, strict=True):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-7)
 
@@ -65,7 +65,7 @@ def test_every_decay_keeps_its_own_average_in_the_one_compiled_loop():
     start_weights = [w.numpy().astype(np.float64) for w in wgan.generator.weights]
     expected = {d: list(start_weights) for d in decays}
     for t in range(1, 6):
-        wgan.run(iterator, 1)
+        wgan.iterate(iterator, 1)
         weights = [w.numpy().astype(np.float64) for w in wgan.generator.weights]
         for decay in decays:
             d = decay if t > start else 0.0

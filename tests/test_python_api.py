@@ -154,7 +154,7 @@ def test_the_non_finite_guard_holds_from_python():
         trainer.fit(3, progress=lipgan_quiet())
     # and the engine's own run() no longer drops it
     with pytest.raises(NonFiniteLossError, match="penalty"):
-        trainer.wgan.run(trainer.wgan.distribute(trainer.batches), 1)
+        trainer.wgan.iterate(trainer.wgan.distribute(trainer.batches), 1)
 
 
 def test_public_names_are_the_registered_classes():

@@ -107,9 +107,9 @@ def main() -> None:
                         fig1b.train_deep_wgan, kind, c, settings(jit, b_iterations=0)
                     )
                     iterator = wgan.distribute(data)
-                    t_first, _ = _cpu(wgan.run, iterator, 1)
+                    t_first, _ = _cpu(wgan.iterate, iterator, 1)
                     n = args.b_iterations
-                    t_more, _ = _cpu(wgan.run, iterator, n)
+                    t_more, _ = _cpu(wgan.iterate, iterator, n)
                     per_it = t_more / n
                     row = {
                         "part": "b",

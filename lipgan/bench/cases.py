@@ -5,7 +5,7 @@ the figures are what ``lipgan run`` users get; each is a :class:`lipgan.bench.ti
   so no generator cost), inside ``strategy.run``;
 * ``critic_step``: :meth:`WGAN.critic_update` (generator forward, critic loss, penalty, optimizer
   update, ``after_update``);
-* ``iteration``: :meth:`WGAN.run` (``n_critic`` critic updates + one generator update per iteration,
+* ``iteration``: :meth:`WGAN.iterate` (``n_critic`` critic updates + one generator update per iteration,
   ``steps_per_execution`` iterations per compiled call; a Python loop in eager mode).
 
 Next to them, on the same critic, batch and optimizer, the keras-io WGAN-GP recipe trained with
@@ -115,7 +115,9 @@ def _host_call(wgan, replica_fn, iterator, mode) -> Callable:
 def _iteration_call(wgan, iterator, mode, steps_per_execution) -> tuple[Callable, int]:
     """The engine's host loop; eager mode runs the same replica iteration from Python."""
     if split_mode(mode)[0] != "eager":
-        return (lambda: wgan.run(iterator, steps_per_execution)["critic_loss"]), steps_per_execution
+        return (
+            lambda: wgan.iterate(iterator, steps_per_execution)["critic_loss"]
+        ), steps_per_execution
 
     def call():
         reals = tuple(next(iterator) for _ in range(wgan.config.n_critic))

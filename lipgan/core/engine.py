@@ -57,7 +57,7 @@ def flat_scores(scores: tf.Tensor) -> tf.Tensor:
 class WGAN:
     """Models, optimizers and the compiled training loop for one strategy.
 
-    Build it once per process; :meth:`run` advances training by a number of iterations on a
+    Build it once per process; :meth:`iterate` advances training by a number of iterations on a
     distributed iterator from :meth:`distribute`.
     """
 
@@ -325,7 +325,7 @@ class WGAN:
 
         return loop
 
-    def run_checked(self, iterator, num_iterations: int) -> LoopResult:
+    def iterate_checked(self, iterator, num_iterations: int) -> LoopResult:
         """Run up to ``num_iterations`` iterations in one compiled call, stopping at a NaN/Inf."""
         if self._loop is None:
             self._loop = self._build_loop()
@@ -377,13 +377,13 @@ class WGAN:
                     return f"{label} weight {variable.path}"
         return None
 
-    def run(self, iterator, num_iterations: int) -> dict:
+    def iterate(self, iterator, num_iterations: int) -> dict:
         """Run ``num_iterations`` iterations; the metrics of the last one.
 
         Raises :class:`~lipgan.core.errors.NonFiniteLossError` naming the term when an iteration saw
-        a NaN/Inf (the loop stops there; :meth:`run_checked` returns the details instead).
+        a NaN/Inf (the loop stops there; :meth:`iterate_checked` returns the details instead).
         """
-        result = self.run_checked(iterator, num_iterations)
+        result = self.iterate_checked(iterator, num_iterations)
         bad = result.first_nonfinite()
         if bad:
             done = int(self.iteration.numpy())

@@ -42,7 +42,7 @@ def train_deep_wgan(kind: str, c: float | None, s: Settings):
     )
     data = dataset("lipgan_toy/swissroll")(s.batch_size, s.seed)
     if s.b_iterations:
-        wgan.run(wgan.distribute(data), s.b_iterations)
+        wgan.iterate(wgan.distribute(data), s.b_iterations)
     return wgan, data
 
 

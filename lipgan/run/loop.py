@@ -90,7 +90,7 @@ class SteppedGan(Protocol):
 
     def distribute(self, dataset: tf.data.Dataset): ...
 
-    def run_checked(self, iterator, num_iterations: int): ...
+    def iterate_checked(self, iterator, num_iterations: int): ...
 
     def advance(self, iterator, batches: int) -> None: ...
 
@@ -178,7 +178,7 @@ class TrainingLoop:
     def open(self, run_dir, force: bool, settings: dict) -> int:
         """Lock, check and restore the run dir (no writes), then start writing; the start step.
 
-        The lock is held from before the first read until :meth:`run` ends (or this fails), so
+        The lock is held from before the first read until :meth:`fit` ends (or this fails), so
         a second run on the same dir stops at once instead of interleaving its writes.
         """
         if run_dir is None:
@@ -286,7 +286,7 @@ class TrainingLoop:
             for callback in self.callbacks:
                 callback.on_checkpoint(done, self.checkpoint.latest)
 
-    def run(
+    def fit(
         self,
         run_dir,
         *,
@@ -352,7 +352,7 @@ class TrainingLoop:
         iterator = self.iterator()
         self.inputs.at(iterator, None)  # unknown until the call returns
         try:
-            result = self.wgan.run_checked(iterator, self.next_chunk(done))
+            result = self.wgan.iterate_checked(iterator, self.next_chunk(done))
         except (
             tf.errors.DataLossError,
             tf.errors.UnavailableError,

@@ -294,7 +294,7 @@ class Trainer:
             digest=settings_digest,
             callbacks=callbacks,
         )
-        return loop.run(run_dir, force=force, settings=settings)
+        return loop.fit(run_dir, force=force, settings=settings)
 
     # -- using a trained (or restored) model -----------------------------------------------------
     def restore(self, run_dir: str | Path, warn: Callable[[str], None] = print) -> int:

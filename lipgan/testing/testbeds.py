@@ -171,7 +171,7 @@ def fit_critic(
         data_shape=(problem.dim,),
         config=StepConfig(global_batch_size, n_critic, seed, jit_compile),
     )
-    wgan.run(wgan.distribute(real_data(global_batch_size, seed, problem)), iterations)
+    wgan.iterate(wgan.distribute(real_data(global_batch_size, seed, problem)), iterations)
 
     probe = np.random.default_rng(seed + 1)
     real, fake = problem.sample(eval_size, probe)
