@@ -215,3 +215,104 @@ def test_the_docs_results_tables_are_the_committed_reports_tables(monkeypatch):
     ):
         assert table in doc
     assert "| aol [maxmin] +EMA | 8.0 [8.0, 8.0] | 95.8 [" in study_tables.toy_table("ring")
+
+
+# -- the iterations a row needs (lipgan.study.first_at_means) -------------------------------------
+def _curve_result(points, seed, steps=1000, status="ok", dataset="grid", spec="gradient_penalty"):
+    """A finished cell whose curve has ``points``: ``{step: (modes, hq, rkl)}`` for the default
+    generator; its raw generator is 1 mode and 10 points of high quality worse."""
+
+    def metrics(modes, hq, rkl):
+        return {"modes_covered": modes, "high_quality_fraction": hq, "reverse_kl": rkl}
+
+    curve = [{"mark": "stop", "step": 0}]  # a stop's marker is not a point
+    for step, (modes, hq, rkl) in sorted(points.items()):
+        curve.append(
+            {
+                "step": step,
+                **metrics(modes, hq, rkl),
+                "no_ema": metrics(modes - 1, hq - 0.1, rkl),
+                "ema_by_decay": {"0.999": metrics(modes, hq, rkl)},
+            }
+        )
+    cell = {"dataset": dataset, "constraint": spec, "seed": seed, "steps": steps}
+    return {"status": status, "curve": curve, "cell": cell}
+
+
+GRID_AT = (25, 0.95, 0.01)  # beyond PacGAN4's grid means (24.8 / 93.6 % / 0.04) on all three
+GRID_BELOW = (25, 0.90, 0.01)  # high quality short
+
+
+def test_the_first_point_where_the_rows_interval_reaches_pacgan4s_means():
+    from lipgan.study import first_at_means as fam
+
+    means = pacgan4.MEANS["grid"]
+    # three seeds, all at the means from step 500 on (and one already at 250: not the row yet)
+    rows = [
+        _curve_result({250: GRID_AT, 500: GRID_AT, 750: GRID_AT}, 0),
+        _curve_result({250: GRID_BELOW, 500: GRID_AT, 750: GRID_AT}, 1),
+        _curve_result({250: GRID_BELOW, 500: GRID_AT, 750: GRID_AT}, 2),
+    ]
+    found = fam.first_at_means(rows, means)
+    assert found["step"] == 500 and found["check"]["at_means"] and found["check"]["seeds"] == 3
+    assert found["last_step"] == 750
+    assert fam.first_at_means(rows, means, "0.999")["step"] == 500  # the EMA's curve, the same
+    raw = fam.first_at_means(rows, means, fam.RAW)  # a mode and 10 points lower: never
+    assert raw["step"] is None
+    assert raw["last_check"]["missed"] == ["modes_covered", "high_quality_fraction"]
+    assert fam.generators(rows) == [fam.DEFAULT, fam.RAW, "0.999"]
+
+
+def test_a_point_counts_only_when_every_seed_has_it_and_one_seed_gives_no_verdict():
+    from lipgan.study import first_at_means as fam
+
+    means = pacgan4.MEANS["grid"]
+    rows = [
+        _curve_result({500: GRID_AT, 750: GRID_AT}, 0),
+        _curve_result({750: GRID_AT}, 1),  # stopped and resumed: no point at 500
+        _curve_result({500: GRID_AT}, 2, status="failed"),  # a failed cell is no seed
+    ]
+    assert fam.first_at_means(rows, means)["step"] == 750
+    alone = fam.first_at_means(rows[:1], means)
+    assert alone["step"] is None and alone["last_check"] is None
+
+
+def test_seeds_that_each_cross_are_not_the_row_at_the_means():
+    """The strict rule, not the relaxed per-seed first crossing: two seeds at the means and one far
+    below leave the interval's lower end below PacGAN4's high quality."""
+    from lipgan.study import first_at_means as fam
+
+    rows = [
+        _curve_result({500: GRID_AT}, 0),
+        _curve_result({500: GRID_AT}, 1),
+        _curve_result({500: (25, 0.50, 0.01)}, 2),
+    ]
+    found = fam.first_at_means(rows, pacgan4.MEANS["grid"])
+    assert found["step"] is None
+    assert found["last_check"]["reached"] == 2 and found["last_check"]["missed"] == [
+        "high_quality_fraction"
+    ]
+
+
+def test_the_command_reads_a_study_dirs_rows_and_refuses_a_missing_dir(tmp_path, capsys):
+    import json
+
+    from lipgan.study import first_at_means as fam
+
+    for seed, points in enumerate(
+        [{500: GRID_AT}, {500: GRID_AT}, {500: GRID_AT}, {500: GRID_BELOW}]
+    ):
+        steps = 1000 if seed < 2 else 2000  # two rows of the same SPEC at other budgets
+        run_dir = tmp_path / "runs" / "grid" / f"b{steps}" / f"seed{seed}"
+        run_dir.mkdir(parents=True)
+        (run_dir / "result.json").write_text(json.dumps(_curve_result(points, seed, steps)))
+    assert fam.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert f"{tmp_path}: grid gradient_penalty, 1,000 iterations, 2 seeds" in out
+    assert "  default: at PacGAN4's means from iteration 500" in out
+    assert f"{tmp_path}: grid gradient_penalty, 2,000 iterations, 2 seeds" in out
+    assert "  default: not at any point up to iteration 500 (at the last, 2 seeds, misses on " in (
+        "\n".join(out)
+    )
+    assert fam.main([str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: not a study dir: {tmp_path / 'nope'}"
