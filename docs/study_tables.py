@@ -1,12 +1,13 @@
 """Print the results tables of docs/study.md ("Results") from the committed study reports.
 
-    python docs/study_tables.py            # ring, grid and digits tables, Markdown
+    python docs/study_tables.py            # ring, grid, digits and digits-certified tables
 
 Ring and grid: the *At PacGAN4's means* tables of ``studies/tuned/tune.md`` (tuned rows, their EMA
 and the shared config), with the rows of ``studies/tuned-sn-maxmin/tune.md`` and, on the grid,
 ``studies/tuned-sn-grid-full/tune.md`` appended: copied lines, so the docs say exactly what the
 reports say. Digits: computed from the cells in ``studies/digits/study.json`` (its run dirs are not
-committed), mean and 95 % percentile-bootstrap interval over seeds (``lipgan.study.intervals``).
+committed) and ``studies/digits-certified/study.json``, mean and 95 % percentile-bootstrap
+interval over seeds (``lipgan.study.intervals``).
 Run from the repository root after rebuilding the reports (each study's command with
 ``--report-only``).
 """
@@ -58,8 +59,10 @@ DIGITS = [
 ]
 
 
-def digits_table() -> str:
-    cells = json.loads((STUDIES / "digits" / "study.json").read_text())["cells"]
+def digits_table(study: str = "digits") -> str:
+    """The digits table of ``studies/<study>/study.json``'s cells (``digits`` or
+    ``digits-certified``)."""
+    cells = json.loads((STUDIES / study / "study.json").read_text())["cells"]
     by_row: dict[str, list[dict]] = {}
     for cell in cells:
         if cell["status"] == "ok":
@@ -83,7 +86,8 @@ def digits_table() -> str:
 def main() -> None:
     for dataset in ("ring", "grid"):
         print(f"### {dataset}\n\n{toy_table(dataset)}\n")
-    print(f"### digits\n\n{digits_table()}")
+    print(f"### digits\n\n{digits_table()}\n")
+    print(f"### digits-certified\n\n{digits_table('digits-certified')}")
 
 
 if __name__ == "__main__":
