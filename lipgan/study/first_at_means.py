@@ -23,9 +23,10 @@ from collections import defaultdict
 from pathlib import Path
 
 from lipgan.study import pacgan4
+from lipgan.study.curve import EMA_BY_DECAY, NO_EMA, points
 
 #: The generators a curve point may hold: the run's default at its top level, the raw generator
-#: under ``no_ema`` when the run keeps an EMA, and each decay's EMA under ``ema_by_decay``.
+#: under :data:`NO_EMA` when the run keeps an EMA, and each decay's EMA under :data:`EMA_BY_DECAY`.
 DEFAULT, RAW = "default", "raw"
 
 
@@ -36,29 +37,27 @@ def curve_points(result: dict, generator: str = DEFAULT) -> dict[int, dict]:
     if result.get("status") != "ok":
         return {}
     keys = [key for key, *_ in pacgan4.METRICS]
-    points = {}
-    for point in result.get("curve") or ():
-        if "mark" in point:
-            continue
+    found = {}
+    for point in points(result.get("curve") or []):
         if generator == DEFAULT:
             values = point
         elif generator == RAW:
-            values = point.get("no_ema")
+            values = point.get(NO_EMA)
         else:
-            values = (point.get("ema_by_decay") or {}).get(generator)
+            values = (point.get(EMA_BY_DECAY) or {}).get(generator)
         if values and all(values.get(k) is not None for k in keys):
-            points[int(point["step"])] = {k: float(values[k]) for k in keys}
-    return points
+            found[int(point["step"])] = {k: float(values[k]) for k in keys}
+    return found
 
 
 def generators(results: list[dict]) -> list[str]:
     """The generators every one of ``results``' curves holds, the default first."""
     found = [DEFAULT]
-    first = next((r for r in results if r.get("curve")), None)
-    point = next((p for p in (first or {}).get("curve") or () if "mark" not in p), {})
-    if point.get("no_ema"):
+    curve = next((points(r["curve"]) for r in results if r.get("curve")), [])
+    point = curve[0] if curve else {}
+    if point.get(NO_EMA):
         found.append(RAW)
-    found += sorted(point.get("ema_by_decay") or {}, key=float)
+    found += sorted(point.get(EMA_BY_DECAY) or {}, key=float)
     return found
 
 
