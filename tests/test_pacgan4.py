@@ -257,11 +257,32 @@ def test_the_first_point_where_the_rows_interval_reaches_pacgan4s_means():
     found = fam.first_at_means(rows, means)
     assert found["step"] == 500 and found["check"]["at_means"] and found["check"]["seeds"] == 3
     assert found["last_step"] == 750
+    assert found["stays_from"] == 500 and (found["points_at"], found["points_from"]) == (2, 2)
     assert fam.first_at_means(rows, means, "0.999")["step"] == 500  # the EMA's curve, the same
     raw = fam.first_at_means(rows, means, fam.RAW)  # a mode and 10 points lower: never
     assert raw["step"] is None
     assert raw["last_check"]["missed"] == ["modes_covered", "high_quality_fraction"]
     assert fam.generators(rows) == [fam.DEFAULT, fam.RAW, "0.999"]
+
+
+def test_a_row_that_dips_after_its_first_point_says_so():
+    """The first point can be one lucky evaluation: the row's points from there are counted, and
+    it stays only from the first point after which every one is at the means."""
+    from lipgan.study import first_at_means as fam
+
+    means = pacgan4.MEANS["grid"]
+    dips = {250: GRID_AT, 500: GRID_BELOW, 750: GRID_AT, 1000: GRID_AT}
+    found = fam.first_at_means([_curve_result(dips, seed) for seed in range(3)], means)
+    assert (found["step"], found["stays_from"]) == (250, 750)
+    assert (found["points_at"], found["points_from"]) == (3, 4)
+    ends_below = {250: GRID_AT, 500: GRID_BELOW}
+    found = fam.first_at_means([_curve_result(ends_below, seed) for seed in range(3)], means)
+    assert (found["step"], found["stays_from"], found["points_at"]) == (250, None, 1)
+    lines = fam._row_lines("grid", [_curve_result(ends_below, seed) for seed in range(3)])
+    assert lines[0] == (
+        "  default: first at PacGAN4's means at iteration 250; at them at 1 of the 2 points from "
+        "there; not at the last point (500)"
+    )
 
 
 def test_a_point_counts_only_when_every_seed_has_it_and_one_seed_gives_no_verdict():
@@ -310,7 +331,10 @@ def test_the_command_reads_a_study_dirs_rows_and_refuses_a_missing_dir(tmp_path,
     assert fam.main([str(tmp_path)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert f"{tmp_path}: grid gradient_penalty, 1,000 iterations, 2 seeds" in out
-    assert "  default: at PacGAN4's means from iteration 500" in out
+    assert (
+        "  default: first at PacGAN4's means at iteration 500; at them at 1 of the 1 points from "
+        "there; there at every point from iteration 500 to the last (500)"
+    ) in out
     assert f"{tmp_path}: grid gradient_penalty, 2,000 iterations, 2 seeds" in out
     assert "  default: not at any point up to iteration 500 (at the last, 2 seeds, misses on " in (
         "\n".join(out)

@@ -62,19 +62,33 @@ def generators(results: list[dict]) -> list[str]:
 
 
 def first_at_means(results: list[dict], means: dict, generator: str = DEFAULT) -> dict:
-    """The first point of the row's curves at ``means``: ``{'step', 'check', 'last_step',
-    'last_check'}``. ``step`` is None when no point is; ``last_*`` is the row at its last common
-    point, to show how near it came. Steps are those that every seed's curve has."""
+    """The first point of the row's curves at ``means``, and whether the row stays there.
+
+    Returns ``{'step', 'check', 'last_step', 'last_check', 'stays_from', 'points_at',
+    'points_from'}``: ``step`` is the first point at the means (None when no point is);
+    ``last_*`` the row at its last common point, to show how near it came; ``stays_from`` the
+    first point from which every later point is at the means too (None when the last is not): a
+    first point can be one lucky evaluation, so a reader needs both; ``points_at`` of the
+    ``points_from`` points from ``step`` on are at the means. Steps are those that every seed's
+    curve has."""
+    found = {"step": None, "check": None, "last_step": None, "last_check": None}
+    found.update(stays_from=None, points_at=0, points_from=0)
     curves = [c for c in (curve_points(r, generator) for r in results) if c]
     if len(curves) < 2:
-        return {"step": None, "check": None, "last_step": None, "last_check": None}
+        return found
     steps = sorted(set.intersection(*(set(c) for c in curves)))
-    found = {"step": None, "check": None, "last_step": None, "last_check": None}
     for step in steps:
         check = pacgan4.check([c[step] for c in curves], means)
         found["last_step"], found["last_check"] = step, check
         if found["step"] is None and check["at_means"]:
             found["step"], found["check"] = step, check
+        if found["step"] is not None:
+            found["points_from"] += 1
+            found["points_at"] += bool(check["at_means"])
+        if not check["at_means"]:
+            found["stays_from"] = None
+        elif found["stays_from"] is None:
+            found["stays_from"] = step
     return found
 
 
@@ -95,7 +109,17 @@ def _line(label: str, found: dict) -> str:
     if last is None:
         return f"  {label}: fewer than two seeds with a curve"
     if found["step"] is not None:
-        return f"  {label}: at PacGAN4's means from iteration {found['step']:,}"
+        stays = found["stays_from"]
+        there = (
+            f"there at every point from iteration {stays:,} to the last"
+            if stays is not None
+            else "not at the last point"
+        )
+        return (
+            f"  {label}: first at PacGAN4's means at iteration {found['step']:,}; at them at "
+            f"{found['points_at']} of the {found['points_from']} points from there; {there} "
+            f"({found['last_step']:,})"
+        )
     titles = {key: title for key, title, *_ in pacgan4.METRICS}
     missed = ", ".join(titles[k] for k in last["missed"])
     return (
