@@ -1,13 +1,14 @@
 """Print the results tables of docs/study.md ("Results") from the committed study reports.
 
-    python docs/study_tables.py            # ring, grid, digits and digits-certified tables
+    python docs/study_tables.py            # ring, grid, digits, digits-certified, budget16k
 
 Ring and grid: the *At PacGAN4's means* tables of ``studies/tuned/tune.md`` (tuned rows, their EMA
 and the shared config), with the rows of ``studies/tuned-sn-maxmin/tune.md`` and, on the grid,
 ``studies/tuned-sn-grid-full/tune.md`` appended: copied lines, so the docs say exactly what the
 reports say. Digits: computed from the cells in ``studies/digits/study.json`` (its run dirs are not
 committed) and ``studies/digits-certified/study.json``, mean and 95 % percentile-bootstrap
-interval over seeds (``lipgan.study.intervals``).
+interval over seeds (``lipgan.study.intervals``). The 16,000-iteration table: computed from the
+cells' curves under ``studies/budget16k/<data set>`` (``lipgan.study.first_at_means``).
 Run from the repository root after rebuilding the reports (each study's command with
 ``--report-only``).
 """
@@ -83,11 +84,55 @@ def digits_table(study: str = "digits") -> str:
     return "\n".join(lines)
 
 
+#: The budget16k table's curve points.
+BUDGET_POINTS = (4000, 8000, 12000, 16000)
+
+
+def budget_table(dataset: str) -> str:
+    """Per generator of ``studies/budget16k/<dataset>``'s runs (raw, then each EMA decay): mean
+    high quality at :data:`BUDGET_POINTS`, the interval at the last, the first point at PacGAN4's
+    means and the point from which every later one is (``lipgan.study.first_at_means``)."""
+    from lipgan.study import first_at_means as fam
+    from lipgan.study.pacgan4 import check
+
+    results = [
+        json.loads(p.read_text())
+        for p in sorted(STUDIES.glob(f"budget16k/{dataset}/runs/**/result.json"))
+    ]
+    head = ["generator", *[f"{s:,}" for s in BUDGET_POINTS], "first point at the means"]
+    head += ["there from"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for generator in fam.generators(results)[1:]:  # the default is the first decay's EMA
+        curves = [fam.curve_points(r, generator) for r in results]
+        cols = []
+        for step in BUDGET_POINTS:
+            hq = check([c[step] for c in curves], MEANS[dataset])["metrics"][
+                "high_quality_fraction"
+            ]
+            cols.append(f"{hq['mean'] * 100:.1f} %")
+        cols[-1] += " " + fmt_interval(hq["interval"], 100, 1)
+        found = fam.first_at_means(results, MEANS[dataset], generator)
+        cols.append(f"{found['step']:,}" if found["step"] is not None else "never")
+        if found["stays_from"] is not None:
+            cols.append(
+                f"{found['stays_from']:,} ({found['points_at']} of the {found['points_from']} "
+                f"points from {found['step']:,})"
+            )
+        elif found["step"] is not None:
+            cols.append(f"never ({found['points_at']} of {found['points_from']})")
+        else:
+            cols.append("–")
+        label = "raw" if generator == fam.RAW else f"EMA {generator}"
+        lines.append(f"| {label} | " + " | ".join(cols) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     for dataset in ("ring", "grid"):
         print(f"### {dataset}\n\n{toy_table(dataset)}\n")
     print(f"### digits\n\n{digits_table()}\n")
-    print(f"### digits-certified\n\n{digits_table('digits-certified')}")
+    print(f"### digits-certified\n\n{digits_table('digits-certified')}\n")
+    print(f"### budget16k ring\n\n{budget_table('ring')}")
 
 
 if __name__ == "__main__":
