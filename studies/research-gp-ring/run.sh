@@ -4,7 +4,8 @@
 # studies/tuned-halving (eta 3, rungs of 444, 1,333 and 4,000 iterations, 2 seeds per config per rung), with the
 # search trials' seeds from 6000 (--search-seed) instead of 2000, and the chosen config over
 # 5 fresh seeds. The choice survives when it is the first search's config, or one inside that
-# config's interval. NOT RUN YET. Re-running the same command resumes.
+# config's interval; the first search is studies/halving-gp-ring (docs/study.md, "A second row").
+# Its cells ran on snapshot ef34b9c, as studies/tuned-halving's. Re-running the same command resumes.
 #   LIPGAN_TREE=/path/to/a/checkout runs that tree's code (a snapshot, so that editing the work
 #   tree does not change the code of runs still to start).
 set -eu
