@@ -67,6 +67,14 @@ class DigitsMetrics(Metric):
     def applies(self, data: EvalData) -> bool:
         return data.is_image and data.digits
 
+    def floor_sample(self, data: EvalData):
+        """The held-out test digits: the reference is every training digit (:meth:`compute`)."""
+        from lipgan.metrics import images
+
+        test, _ = images.real_digits("test")
+        train = len(images.real_digits("train")[0])
+        return test, f"the {len(test):,} held-out test digits against all {train:,} training digits"
+
     def compute(self, data: EvalData) -> dict:
         from lipgan.metrics import images
 

@@ -10,6 +10,7 @@ import math
 
 import pytest
 
+from lipgan.core.metric import Metric
 from lipgan.metrics import inception, weights
 from lipgan.study import summary, tables
 from lipgan.study.image_references import NOISE, REAL, WHAT
@@ -180,8 +181,16 @@ def test_the_floor_compares_disjoint_real_samples_halving_a_set_smaller_than_2n(
     data = {"factory": factory, "batch_size": 2, "inception_weights": None}
     monkeypatch.setattr("lipgan.data.pipeline.num_examples", lambda f: len(examples))
     seen = []
+
+    class Recording(Metric):  # scores against the cells' real sample, as FID does
+        name = "fid"
+
+        def compute(self, data):
+            seen.append((data.fake, data.real))
+            return {"fid": 1.0}
+
     monkeypatch.setattr(
-        refs, "score", lambda d, fake, real, *rest: seen.append((fake, real)) or {"fid": 1.0}
+        "lipgan.metrics.evaluation.select_metrics", lambda evaluation, names: [Recording()]
     )
     out = refs.compute("cifar10", n, 1, ("fid",), data_of=lambda dataset, seed, bindings: data)
     (again, first), (noise, real) = seen
@@ -189,6 +198,72 @@ def test_the_floor_compares_disjoint_real_samples_halving_a_set_smaller_than_2n(
     assert len(real) == n and noise.shape == real.shape and np.abs(noise).max() <= 1
     assert out["rows"][refs.REAL]["cells"] == [{"fid": 1.0, "n": half}]
     assert (f"n = {half} each" in out["rows"][refs.REAL]["what"]) == (half < n)
+
+
+def test_a_metric_with_a_reference_of_its_own_floors_on_examples_outside_it(monkeypatch):
+    """The digits FD compares every sample with all the training digits, so its floor must score
+    real digits outside them (the test split), not a half of the very reference; the row says
+    which sample each metric scored."""
+    import numpy as np
+    import tensorflow as tf
+
+    from lipgan.study import image_references as refs
+
+    examples = np.arange(10, dtype=np.float32).reshape(10, 1, 1, 1)
+    outside = np.full((3, 1, 1, 1), 99.0, np.float32)
+    data = {
+        "factory": lambda batch, seed: (
+            tf.data.Dataset.from_tensor_slices(examples).repeat().batch(batch, drop_remainder=True)
+        ),
+        "batch_size": 2,
+        "inception_weights": None,
+    }
+    monkeypatch.setattr("lipgan.data.pipeline.num_examples", lambda f: len(examples))
+    seen = {}
+
+    class Shared(Metric):
+        name = "fid"
+
+        def compute(self, data):
+            seen.setdefault(self.name, []).append(data.fake)
+            return {"fid": float(len(data.fake))}
+
+    class Own(Shared):
+        name = "own"
+
+        def floor_sample(self, data):
+            return outside, "three examples outside the reference"
+
+        def compute(self, data):
+            seen.setdefault(self.name, []).append(data.fake)
+            return {"own_fd": float(data.fake.mean())}
+
+    monkeypatch.setattr(
+        "lipgan.metrics.evaluation.select_metrics", lambda evaluation, names: [Shared(), Own()]
+    )
+    out = refs.compute("cifar10", 4, 2, ("fid", "own"), data_of=lambda *a: data)
+    real = out["rows"][refs.REAL]
+    assert real["cells"][0] == {"fid": 4.0, "own_fd": 99.0, "n": 4, "n_by_metric": {"own": 3}}
+    assert len(real["cells"]) == 2 and real["what"] == (
+        f"own: three examples outside the reference (n = 3); fid: {refs.WHAT[refs.REAL]}"
+    )
+    noise = out["rows"][refs.NOISE]["cells"][0]
+    assert noise["n"] == 4 and "n_by_metric" not in noise  # noise is scored as a cell is
+    assert [len(f) for f in seen["own"]] == [3, 4, 3, 4]  # floor sample, noise; per seed
+
+
+def test_the_digits_floor_sample_is_the_test_split_disjoint_from_the_reference():
+    import numpy as np
+
+    from lipgan.core.metric import EvalData
+    from lipgan.metrics.images import real_digits
+    from lipgan_plugins.metrics import DigitsMetrics
+
+    sample, what = DigitsMetrics().floor_sample(EvalData(np.zeros((1, 2)), np.zeros((1, 2))))
+    train, _ = real_digits("train")
+    assert sample.shape[1:] == train.shape[1:] and len(sample) == 300
+    assert not {x.tobytes() for x in sample} & {x.tobytes() for x in train}
+    assert what == "the 300 held-out test digits against all 1,497 training digits"
 
 
 def test_a_cells_evaluation_is_the_default_metrics_and_the_studys_image_scores():

@@ -102,6 +102,19 @@ class Metric(Named):
         calls it for the metrics it records before any cell trains, so that hours of training do
         not end in an evaluation that fails; the default has nothing to check."""
 
+    def floor_sample(self, data: EvalData) -> tuple[np.ndarray, str] | None:
+        """Real examples outside this metric's own reference set, and a phrase saying which, for
+        its real-vs-real floor; None (the default) for a metric that scores ``data.fake`` against
+        ``data.real``.
+
+        A study's *real data* row (:mod:`lipgan.study.image_references`) scores a second real
+        sample as if it were generated. That is a floor only if the sample is disjoint from what
+        the metric compares it with. A metric that ignores ``data.real`` for a fixed reference of
+        its own (the digits classifier's FD: every training digit) must name examples outside that
+        reference here; scoring a part of the reference against the whole reads far too low (FD
+        about a quarter of the disjoint value, KID below 0)."""
+        return None
+
     def compute(self, data: EvalData) -> dict[str, float]:
         """The metric's values, ``{key: float}``; keys become ``eval/<key>`` in the results.
 

@@ -12,8 +12,11 @@ seed, on the very real sample that seed's cells are scored against (the same dat
   sample when the data set has at least 2n; a smaller one (digits' 1,497, CIFAR-10's 50,000 at
   the papers' n = 50,000) cannot give two disjoint samples of n, and its floor is that of its
   two disjoint halves, at n = half the data set (said in the row: FID's bias at a smaller n
-  raises it); a second sample that repeated the first would score 0. (The digits classifier's
-  FD compares every sample with the whole training set, the cells' as this row's.)
+  raises it); a second sample that repeated the first would score 0. A metric that scores
+  against a reference of its own instead of the cells' real sample (the digits classifier's FD
+  compares every sample with all the training digits) scores real examples outside that
+  reference (:meth:`lipgan.core.metric.Metric.floor_sample`: the held-out test digits), since
+  a half of the reference scored against the whole reads far too low; the row names both.
 * **uniform noise**: every pixel uniform on [−1, 1], the generators' range: what no training
   scores.
 
@@ -48,13 +51,13 @@ WHAT = {
 }
 
 
-def score(dataset: str, fake, real, seed: int, data: dict, metrics) -> dict:
-    """``metrics`` (names) of ``fake`` against ``real`` as a cell's evaluation computes them."""
+def _evaluation(fake, real, seed: int, data: dict):
+    """The :class:`lipgan.core.metric.EvalData` of ``fake`` against ``real``, as a cell's."""
     from lipgan.core.metric import EvalData
-    from lipgan.metrics.evaluation import _is_digits, select_metrics
+    from lipgan.metrics.evaluation import _is_digits
 
     factory = data["factory"]
-    evaluation = EvalData(
+    return EvalData(
         fake=np.asarray(fake, np.float32),
         real=real,
         data_shape=tuple(real.shape[1:]),
@@ -64,10 +67,38 @@ def score(dataset: str, fake, real, seed: int, data: dict, metrics) -> dict:
         w1_floor=False,
         seed=seed,
     )
+
+
+def score(fake, real, seed: int, data: dict, metrics) -> dict:
+    """``metrics`` (names) of ``fake`` against ``real`` as a cell's evaluation computes them."""
+    from lipgan.metrics.evaluation import select_metrics
+
+    evaluation = _evaluation(fake, real, seed, data)
     values = {}
     for metric in select_metrics(evaluation, list(metrics)):
         values.update(metric.compute(evaluation))
     return values
+
+
+def score_real(fake, real, seed: int, data: dict, metrics) -> tuple[dict, dict]:
+    """The *real data* row's values: ``metrics`` of the second real sample ``fake`` against
+    ``real``, except that a metric with a reference of its own scores its
+    :meth:`~lipgan.core.metric.Metric.floor_sample` instead. Also ``{metric: (n, what)}`` for
+    those, and the names of the metrics that scored ``fake``."""
+    from lipgan.metrics.evaluation import select_metrics
+
+    evaluation = _evaluation(fake, real, seed, data)
+    values, own, shared = {}, {}, []
+    for metric in select_metrics(evaluation, list(metrics)):
+        found = metric.floor_sample(evaluation)
+        if found is None:
+            values.update(metric.compute(evaluation))
+            shared.append(metric.name)
+            continue
+        sample, what = found
+        values.update(metric.compute(_evaluation(sample, real, seed, data)))
+        own[metric.name] = (len(sample), what)
+    return values, own, shared
 
 
 #: The gin edge's module that runs :func:`compute` (by name: the study imports no gin).
@@ -126,16 +157,32 @@ def compute(dataset: str, n: int, seeds: int, metrics, bindings=(), *, data_of: 
         data = data_of(dataset, seed, tuple(bindings))
         size = num_examples(data["factory"])
         half = n if size is None or 2 * n <= size else size // 2
+        second = WHAT[REAL]
         if half < n:
-            rows[REAL]["what"] = (
+            second = (
                 f"two disjoint halves of the data set's {size:,} examples, n = {half:,} each "
                 "(the floor; fewer than the cells' n, since the set holds fewer than 2n)"
             )
         drawn = real_samples(data["factory"], 2 * n, data["batch_size"], seed)
         real = drawn[:n]
         noise = np.random.default_rng([seed, 0x1A6E]).uniform(-1.0, 1.0, real.shape)
-        cases = ((REAL, drawn[half : 2 * half], drawn[:half]), (NOISE, noise, real))
-        for name, fake, against in cases:
-            values = score(dataset, fake, against, seed, data, metrics)
-            rows[name]["cells"].append({**values, "n": len(fake)})
+        values, own, shared = score_real(drawn[half : 2 * half], drawn[:half], seed, data, metrics)
+        # the second sample's n, or the floor samples' where no metric scored the second sample
+        cell = {**values, "n": half if shared or not own else max(k for k, _ in own.values())}
+        if own:
+            cell["n_by_metric"] = {name: n for name, (n, _) in own.items()}
+        rows[REAL]["what"] = own_floor_what(second, own, shared) if own else second
+        rows[REAL]["cells"].append(cell)
+        values = score(noise, real, seed, data, metrics)
+        rows[NOISE]["cells"].append({**values, "n": len(noise)})
     return {"image": True, "metrics": list(metrics), "floor": None, "rows": rows}
+
+
+def own_floor_what(second: str, own: dict, shared: list) -> str:
+    """The *real data* row's words when some metrics scored their own floor samples (``own``:
+    ``{metric: (n, what)}``): theirs, then ``second``'s (the second real sample's) for the metrics
+    that scored it (``shared``), if any."""
+    parts = [f"{name}: {words} (n = {n:,})" for name, (n, words) in own.items()]
+    if shared:
+        parts.append(f"{', '.join(shared)}: {second}")
+    return "; ".join(parts)

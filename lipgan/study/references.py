@@ -38,6 +38,10 @@ SMOKE_FLOOR_PAIRS = 3
 
 #: Bump when the rows' definition changes, so that an old cache is not reused.
 VERSION = 2
+#: Bump when only the image rows' definition changes (it is part of an image entry's definition,
+#: so the toy rows' cache stays valid). 2: a metric with a reference of its own floors on real
+#: examples outside it (:meth:`lipgan.core.metric.Metric.floor_sample`).
+IMAGE_VERSION = 2
 
 
 def bounding_box(toy: str) -> tuple[np.ndarray, np.ndarray]:
@@ -163,7 +167,11 @@ def load_or_compute(
     changed = False
     for dataset in datasets:
         image = image_metrics(dataset, metrics)
-        definition = {"metrics": list(image), "bindings": list(bindings)} if image else None
+        definition = (
+            {"metrics": list(image), "bindings": list(bindings), "version": IMAGE_VERSION}
+            if image
+            else None
+        )
         entry = entries.get(dataset, ...)
         if entry is ... or (image and (entry or {}).get("definition") != definition):
             own = own_data.study_file(out, dataset)

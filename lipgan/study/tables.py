@@ -222,7 +222,9 @@ def markdown(
                 "is a second real sample disjoint from the first, the real-vs-real floor (what "
                 "a perfect generator scores; FID and KID are biased upward at small n, so it is "
                 "not 0; a data set with fewer than 2n examples gives it at n = half its size, "
-                "as the row says), and *uniform noise* is every pixel uniform on [−1, 1] "
+                "as the row says; a metric scored against a reference of its own, such as the "
+                "digits FD's all training digits, scores real examples outside it instead, as the "
+                "row says), and *uniform noise* is every pixel uniform on [−1, 1] "
                 "against the cells' real sample (what no training scores).",
             ]
         elif ref:

@@ -132,7 +132,9 @@ def section(
             "",
             "Italic rows learn nothing, scored on the same metrics and seeds: *real data* is a "
             "second real sample disjoint from the first, the real-vs-real floor (FID and KID are "
-            "biased upward at small n, so it is not 0), and *uniform noise* is every pixel "
+            "biased upward at small n, so it is not 0; a metric scored against a reference of "
+            "its own, such as the digits FD's all training digits, scores real examples outside "
+            "it instead, as the row says), and *uniform noise* is every pixel "
             "uniform on [−1, 1] against the cells' real sample (what no training scores).",
         ]
     lines.append("")
