@@ -14,7 +14,7 @@ norm is the largest ``|T_K(iθ)|`` over ``L``'s eigenvalues ``iθ``, ``|θ| ≤ 
 (:func:`lipgan.core.orthogonal.series_gain`, rigorous), which is at most ``1 + τ_K(ℓ)``
 (``τ_K(ℓ) = Σ_{k>K} ℓᵏ/k!``, :func:`lipgan.core.orthogonal.taylor_tail`, the series' distance from
 ``exp(L)``) and far below it for even ``K``: ``|T_4(iθ)|² = 1 − θ⁶/72 + θ⁸/576 ≤ 1`` for
-``θ² ≤ 8``, so a 4-term SOC layer is certified at 1 (up to the bound's 1e-7 grid margin) while it
+``θ² ≤ 8``, so a 4-term SOC layer is certified at 1 (up to the bound's grid margin: 1 + 2.6e-11 at the defaults) while it
 is within ``τ_4(0.5) = 2.8e-4`` of the orthogonal ``exp(L)`` (singular values in
 [0.99989, 1]). Every call rescales ``S`` to ``‖L‖ ≤ norm`` by a rigorous, stateless bound
 (Hölder: ``‖L‖₂ ≤ sqrt(‖L‖₁‖L‖∞)``, the largest absolute kernel row/column sum), so the
@@ -34,9 +34,10 @@ reference's: the price of needing no state.
 **Cost.** ``K`` convolutions per layer and call, the reference's count (a Horner form needs as
 many: a degree-``K`` polynomial of ``L`` applied to ``x`` takes ``K`` applications of ``L``). The
 first acts on the input's own channels only (not the zero padding) and the last computes only
-the ``c_out`` kept channels. On two CPU cores the DCGAN critic's step is still ~9× a plain one:
-at ``max(4·c_in, c_out)`` channels each 3x3 term costs ~2.6× the plain critic's FLOPs, so no
-``K ≥ 1`` reaches 2.5× (benchmarks/RESULTS.md, "certified layers").
+the ``c_out`` kept channels. On two CPU cores the DCGAN critic's step is still ~8× a plain one:
+the middle terms run at ``max(4·c_in, c_out)`` channels (~2.6× the plain critic's FLOPs each), so
+no ``K ≥ 2`` reaches 2.5×; one term alone would (~1.4× the FLOPs), but a 1-term series is no
+near-isometry and the constructor's checks refuse it (benchmarks/RESULTS.md, "certified layers").
 
 **Strides and widths** as the reference: a stride ``s`` is invertible downsampling (the ``s²``
 polyphase components as channels), ``c = max(s²·c_in, c_out)``; fewer input channels are padded
@@ -190,8 +191,8 @@ class SOCConv2D(_SOCLayer):
         """``g_K(ℓ)`` (:func:`lipgan.core.orthogonal.series_gain`), ``ℓ`` the Hölder bound on ``‖L‖``
         of the effective kernel in float64.
 
-        ``ℓ ≤ norm`` up to rounding, so the bound is at most ``g_K(norm)`` (1 + 8e-8 at the
-        defaults). The DFT bound on ``‖L‖`` (:func:`lipgan.core.lipschitz.conv_operator_norm_bound`) is
+        ``ℓ ≤ norm`` up to rounding, so the bound is at most ``g_K(norm)`` (1 + 2.6e-11 at
+        the defaults). The DFT bound on ``‖L‖`` (:func:`lipgan.core.lipschitz.conv_operator_norm_bound`) is
         tighter (docs/plugins.md) but takes a hundred SVDs of ``c×c`` complex matrices per layer,
         minutes for the DCGAN critic's 512-channel conv on two cores, for nothing at ``g_K = 1``.
         """

@@ -246,3 +246,29 @@ def test_plugins_can_be_blocked(monkeypatch):
         "run", "--bind", "train.constraint=@weight_clip()", "--disable-plugin", "weight_clip"
     )
     assert_one_line_error(result, "weight_clip")
+
+
+def test_blocking_a_name_nothing_has_warns_in_one_line():
+    result = invoke("plugins", "--disable-plugin", "wieght_clip", "--disable-plugin", "tpu")
+    assert result.exit_code == 0
+    warnings = [line for line in result.stderr.splitlines() if "wieght_clip" in line]
+    assert warnings == [
+        "warning: nothing is named 'wieght_clip', so blocking it (LIPGAN_DISABLE_PLUGINS or "
+        "--disable-plugin) blocks nothing; `lipgan plugins` lists the names"
+    ]
+    assert "'tpu'" not in result.stderr  # a real plugin's name blocks quietly
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("sample", "."), "Error: Missing option '--out'. (see `lipgan sample --help`)"),
+        (("nosuchcmd",), "Error: No such command 'nosuchcmd'. (see `lipgan --help`)"),
+        (("eval", ".", "--samples", "1"), "Error: Invalid value for '--samples': 1 is not in"),
+    ],
+)
+def test_a_usage_mistake_is_one_line_naming_the_help_to_read(args, message):
+    result = invoke(*args)
+    assert result.exit_code == 2  # click's status for usage errors, kept
+    assert result.stderr.splitlines() == [result.stderr.strip()]  # one line, no usage block
+    assert result.stderr.startswith(message)

@@ -75,6 +75,12 @@ class LipganGroup(click.Group):
             sys.exit(130)
         except LipganError as exc:
             _fail(first_line(exc))
+        except click.UsageError as exc:
+            # click would print the usage, a "Try ... --help" line and the error: three lines
+            # for one mistake. One line, the help to read in it; click's exit status 2 kept.
+            where = exc.ctx.command_path if exc.ctx is not None else "lipgan"
+            click.echo(f"Error: {exc.format_message()} (see `{where} --help`)", err=True)
+            sys.exit(exc.exit_code)
         except Exception as exc:
             # An error raised by a configurable's own argument checks, or by plugin code it
             # calls: gin appends its call chain, which is how we tell it from a bug in lipgan
@@ -110,7 +116,7 @@ def configurable_error(text: str, summary: str) -> str:
     return f"{where}: {summary}"
 
 
-@click.group(cls=LipganGroup)
+@click.group(cls=LipganGroup, name="lipgan")
 @click.version_option(package_name="lipgan")
 @verbose_option
 @click.pass_context

@@ -38,7 +38,8 @@ def reproduce() -> None:
     help="Worker processes for the figure's 16 independent rows (default: one per core).",
 )
 def fig1(out_dir: Path, quick: bool, strict: bool, jobs: int | None) -> None:
-    """Fig. 1: clipped vs gradient-penalty critics (value surfaces, per-layer gradients, weights)."""
+    """Figure 1 of Gulrajani et al.: clipped vs gradient-penalty critics (value surfaces,
+    per-layer gradients, weights)."""
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"--out {out_dir} exists and is not a directory")
     from lipgan.reproduce import fig1 as fig1_module

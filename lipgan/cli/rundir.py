@@ -168,10 +168,9 @@ def audit_command(run_dir, points, seed, generator, mock_data, disabled):
 def sample(run_dir, num, out, seed, generator, disabled):
     """Generate samples from the latest checkpoint of RUN_DIR (.npz and a PNG grid or scatter).
 
-    The .npz is written first, chunk by chunk in bounded memory (:mod:`lipgan.run.sample_file`); the
-    PNG shows the first :data:`PLOT_POINTS` samples (a scatter of ten million points is neither
-    drawable nor readable).
-    """
+    The .npz is written first, chunk by chunk in bounded memory; the PNG shows the first 10,000
+    samples (a scatter of ten million points is neither drawable nor readable).
+    """  # the help text: lipgan.run.sample_file writes the .npz; PLOT_POINTS caps the PNG
     import numpy as np
 
     from lipgan.metrics import evaluation

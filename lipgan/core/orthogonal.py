@@ -68,7 +68,7 @@ def cayley(w):
     or rows (m < n).
 
     Trockman & Kolter's rectangular form (``cayley`` in their ``layers.py``): with ``U = w[:n]``,
-    ``V = w[n:]`` and the skew-Hermitian ``A = U − Uᴴ + VᴴV``, ``Q = [(I + A)⁻¹(I − A); −2V(I + A)⁻¹]``
+    ``V = w[n:]`` and ``A = U − Uᴴ + VᴴV`` (skew-Hermitian plus the PSD ``VᴴV``), ``Q = [(I + A)⁻¹(I − A); −2V(I + A)⁻¹]``
     is the first ``n`` columns of the Cayley transform of the ``m×m`` skew-Hermitian matrix
     ``[[U − Uᴴ, −Vᴴ], [V, 0]]``, at the price of one ``n×n`` inverse. ``I + A`` is invertible
     (``A``'s Hermitian part ``VᴴV`` is PSD), so every ``w`` gives an orthogonal ``Q``. Complex

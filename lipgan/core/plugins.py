@@ -222,9 +222,20 @@ def load_registry(disabled: Iterable[str] | None = None) -> Discovery:
         registry.mark_unavailable(
             name, f"plugin {name!r} is blocked by {DISABLE_ENV} or --disable-plugin"
         )
-    return Discovery(
-        registry, manager, sources, failures, sorted(blocked), _replaced_builtins(registry, blocked)
-    )
+    notices = _replaced_builtins(registry, blocked) + _unknown_blocked(registry, blocked)
+    return Discovery(registry, manager, sources, failures, sorted(blocked), notices)
+
+
+def _unknown_blocked(registry: Registry, blocked: set[str]) -> list[str]:
+    """Loud notes for blocked names that no plugin and no registered name has: a misspelt
+    ``--disable-plugin`` would otherwise block nothing, silently."""
+    known = set(BUILTIN_PLUGINS) | {e.name for e in registry.entries()}
+    known |= {ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    return [
+        f"warning: nothing is named {name!r}, so blocking it ({DISABLE_ENV} or --disable-plugin) "
+        "blocks nothing; `lipgan plugins` lists the names"
+        for name in sorted(blocked - known)
+    ]
 
 
 def _replaced_builtins(registry: Registry, blocked: set[str]) -> list[str]:
