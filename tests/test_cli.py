@@ -103,6 +103,17 @@ def test_broken_gin_syntax_names_file_and_line(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+def test_a_binding_without_a_value_and_a_binary_file_say_what_is_wrong(tmp_path):
+    empty = tmp_path / "empty.gin"
+    empty.write_text("train.steps = \n")
+    result = invoke("run", "--gin", str(empty))
+    assert_one_line_error(result, f"{empty}:1: a binding with no value gin can read after `=`")
+    assert "line 1)" not in result.output  # the location once, not twice
+    binary = tmp_path / "binary.gin"
+    binary.write_bytes(b"\xb2\xff\x00train")
+    assert_one_line_error(invoke("run", "--gin", str(binary)), f"{binary}: not a text file")
+
+
 def test_unclosed_bracket_is_one_line(tmp_path):
     bad = tmp_path / "bad.gin"
     bad.write_text("train.steps = (3,\n")

@@ -32,10 +32,13 @@ def plugins(as_json, disabled):
         return
     from lipgan.core.registry import KINDS
 
+    name_width = max([20, *(len(e["name"]) for e in entries)])
+    source_width = max([24, *(len(e["source"]) for e in entries)])  # a third party's is long
     for kind in KINDS:
         click.echo(f"{'strategies' if kind == 'strategy' else kind + 's'}:")
         for item in (e for e in entries if e["kind"] == kind):
-            click.echo(f"  {item['name']:<20} {item['source']:<24} {item['description']}")
+            name, source = f"{item['name']:<{name_width}}", f"{item['source']:<{source_width}}"
+            click.echo(f"  {name} {source} {item['description']}")
     for failure in discovery.failures:
         click.echo(f"failed: {failure.plugin} ({failure.source}): {failure.error}")
     for reason in discovery.clashes.values():

@@ -108,6 +108,14 @@ def one_line(
     elif isinstance(exc, tokenize.TokenError) and len(exc.args) > 1:
         where = where if binding else f"{where}:{exc.args[1][0]}"
         message = f"syntax error: {exc.args[0]}"
+    if isinstance(exc, UnicodeDecodeError):
+        message = f"not a text file (a gin config is UTF-8 text; {message})"
+    message = re.sub(r"\s*\([^()]*, line \d+\)$", "", message)  # the location is in `where`
+    if message.startswith("Unable to parse value"):
+        message = (
+            "a binding with no value gin can read after `=`; write a number, a quoted string, "
+            "True/False/None, a list, or an @configurable"
+        )
     renamed = _RENAMED_PARAMETER.search(message)
     if renamed and renamed.group(1) in RENAMED:
         old, new = renamed.group(1), RENAMED[renamed.group(1)]
