@@ -283,3 +283,17 @@ def test_a_usage_mistake_is_one_line_naming_the_help_to_read(args, message):
     assert result.exit_code == 2  # click's status for usage errors, kept
     assert result.stderr.splitlines() == [result.stderr.strip()]  # one line, no usage block
     assert result.stderr.startswith(message)
+
+
+@pytest.mark.parametrize(
+    "binding, message",
+    [
+        ("train.n_critic=2.5", "train.n_critic=2.5 is invalid: must be an integer >= 1"),
+        ("train.global_batch_size=-3", "train.global_batch_size=-3 is invalid"),
+        ("train.steps=%STEPS", "gin macro %STEPS is used but never defined"),
+        ("train.steps=0", "train.steps=0 is invalid"),
+    ],
+)
+def test_config_show_refuses_what_run_would_refuse(binding, message):
+    """`config show` prints a config `run` accepts, or the error `run` would give: one line."""
+    assert_one_line_error(invoke("config", "show", "--bind", binding), message)

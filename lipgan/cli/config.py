@@ -32,7 +32,11 @@ def config_show(gin_files, bindings, strategy_name, as_json, disabled):
     tensorflow_after_checks(list(gin_files) or [DEFAULT_CONFIG], bindings)
     import gin
     from lipgan.config.recorded import bindings_of
+    from lipgan.config.train_root import check_settings
 
     parse(discover(disabled), list(gin_files) or [DEFAULT_CONFIG], bindings, strategy_name)
+    # gin's values as train() would get them (macros resolved, @x() evaluated, factories not
+    # called), checked as `lipgan run` checks them: what is printed is a config run accepts.
+    check_settings(gin.get_bindings("train"))
     text = gin.config_str()
     click.echo(json.dumps(bindings_of(text), indent=2) if as_json else text.rstrip())

@@ -94,6 +94,17 @@ def group_settings(settings: dict) -> tuple[RunSpec, dict]:
     return RunSpec(**trainer), fit
 
 
+def check_settings(settings: dict) -> None:
+    """The checks ``lipgan run`` makes of ``train``'s values before it builds anything, for
+    ``lipgan config show`` (a config it prints resolved is one ``run`` accepts): the spec's
+    (:func:`group_settings`) and the step count's."""
+    from lipgan.core.ranges import check_int
+
+    _, fit = group_settings(settings)
+    if "steps" in fit:
+        check_int(fit["steps"], "steps", minimum=1)
+
+
 def trainer_from_settings(settings: dict) -> Trainer:
     """A :class:`lipgan.Trainer` from flat ``train.*`` settings (``fit``'s are left out).
 
