@@ -12,8 +12,8 @@ nothing scores. This prints, for one feature space, a markdown table of
   the stored 32×32, whose noise the resize to 16×16 would average to a low-contrast grey that no
   generator outputs) against one half (``--repeats`` draws).
 
-Feature spaces: ``digits`` (the 64-d features and 10 logits of lipgan's digits classifier, trained
-once and cached in the TFDS data dir; runs offline) and ``inception`` (FID's 2015 Inception network,
+Feature spaces: ``digits`` (the 64-d features and 10 logits of lipgan's digits classifier, whose
+weights ship with lipgan; runs offline) and ``inception`` (FID's 2015 Inception network,
 ``lipgan.metrics.inception.inception_features``, which needs its weights on disk). Data sets:
 ``lipgan_digits`` (offline) and ``cifar10`` (TFDS, prepared in the data dir). Produced the tables
 in docs/metrics.md:

@@ -2,7 +2,7 @@
 
     TFDS_DATA_DIR=/tmp/tfds .venv/bin/python docs/figures/digits_metrics.py runs/digits
 
-Produced the table in docs/figures/README.md (the classifier is trained once and cached in TFDS_DATA_DIR).
+Produced the table in docs/figures/README.md (with the classifier of its day, trained per data dir; lipgan now ships fixed weights).
 """
 
 import sys

@@ -2,9 +2,10 @@
 
 Nothing here downloads anything. Two feature spaces:
 
-* :func:`digits_features` — the penultimate layer of a small CNN that lipgan trains on the
-  ``lipgan_digits`` train split itself (a few seconds on CPU) and caches in the TFDS data dir, so a
-  "Fréchet digits distance" is available with no network at all. Images of any size are resized to
+* :func:`digits_features` — the penultimate layer of a small CNN trained on the
+  ``lipgan_digits`` train split, whose weights ship with lipgan (:data:`SHIPPED_CLASSIFIER`: the
+  same features on every machine, as FID's network; a per-machine training differed across
+  CPUs), so a "Fréchet digits distance" is available with no network at all. Images of any size are resized to
   16x16 (antialiased, as the training pipeline does) before the classifier sees them.
 * :func:`inception_features` — Keras' InceptionV3 pool features (2048-d), with weights read from a
   local file only. Note: Keras' InceptionV3 is not the 2015 TF graph used by the reference FID code,
@@ -17,7 +18,6 @@ pytorch-fid and torch-fidelity compute them.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -27,7 +27,11 @@ from lipgan.core.errors import ConfigError
 from lipgan.metrics import image_scores
 
 DIGITS_SIZE = 16
-CLASSIFIER_VERSION = "v2"  # v2: trained with its own seeds only (v1 reset the global RNGs)
+#: The digits classifier's weights, shipped (v3): trained once by :func:`train_digits_classifier`
+#: on 2026-12-07 (Intel Xeon, TensorFlow 2.21.0, Keras 3.15.1), test accuracy 0.990. Before, each
+#: data dir trained its own (v2), which differed across CPUs (docs/metrics.md).
+SHIPPED_CLASSIFIER = Path(__file__).with_name("digits_classifier_v3.npz")
+CLASSIFIER_VERSION = "v3"
 INCEPTION_SIZE = 299
 INCEPTION_FILE = "inception_v3_weights_tf_dim_ordering_tf_kernels_notop.h5"
 
@@ -78,17 +82,13 @@ def real_digits(split: str = "train") -> tuple[np.ndarray, np.ndarray]:
     return images[index].astype(np.float32) / 127.5 - 1.0, labels[index]
 
 
-def _train_digits_classifier(seed: int = 0):
-    """Train the feature classifier with its own seeds only: no global RNG is touched, so calling
-    it in the middle of a run (an evaluation) cannot change what the run does next."""
+def _classifier_model(seed: int = 0):
+    """The digits classifier's architecture: two 3x3 convs with pooling, a 64-unit ``features``
+    layer (the feature space of ``digits_fd``/``digits_kid``) and 10 ``logits``."""
     import keras
-    import tensorflow as tf
 
-    x_train, y_train = real_digits("train")
-    x_test, y_test = real_digits("test")
-    x_train, x_test = _resize(x_train, DIGITS_SIZE), _resize(x_test, DIGITS_SIZE)
     init = lambda k: keras.initializers.GlorotUniform(seed=seed + k)  # noqa: E731
-    model = keras.Sequential(
+    return keras.Sequential(
         [
             keras.Input((DIGITS_SIZE, DIGITS_SIZE, 1)),
             keras.layers.Conv2D(
@@ -105,6 +105,22 @@ def _train_digits_classifier(seed: int = 0):
         ],
         name="digits_classifier",
     )
+
+
+def train_digits_classifier(seed: int = 0):
+    """Train the feature classifier with its own seeds only (no global RNG is touched): the
+    recipe of the shipped weights (:data:`SHIPPED_CLASSIFIER`). Returns (model, test accuracy).
+
+    Deterministic on one machine (two trainings give bit-identical weights), not across CPUs:
+    two CPUs' float reductions differ, and 15 epochs carry the difference into weights whose
+    features move scores by a few per cent (docs/metrics.md). Hence the shipped weights."""
+    import keras
+    import tensorflow as tf
+
+    x_train, y_train = real_digits("train")
+    x_test, y_test = real_digits("test")
+    x_train, x_test = _resize(x_train, DIGITS_SIZE), _resize(x_test, DIGITS_SIZE)
+    model = _classifier_model(seed)
     model.compile(
         optimizer=keras.optimizers.Adam(1e-3),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -120,30 +136,29 @@ def _train_digits_classifier(seed: int = 0):
     return model, accuracy
 
 
+def write_classifier(model, accuracy: float, path: Path) -> None:
+    """Save ``model``'s weights and test accuracy as the ``.npz`` :func:`digits_classifier` reads
+    (``python -m lipgan.metrics.images --write-classifier PATH`` trains and writes one)."""
+    arrays = {f"w{i}": w for i, w in enumerate(model.get_weights())}
+    tmp = Path(path).with_suffix(".tmp.npz")
+    np.savez_compressed(tmp, test_accuracy=np.float64(accuracy), **arrays)
+    os.replace(tmp, path)
+
+
 def digits_classifier(data_dir: str | None = None, min_accuracy: float = 0.9):
-    """The digits classifier, trained once and cached as ``<data_dir>/lipgan_digits_classifier/``.
+    """The digits classifier of :data:`SHIPPED_CLASSIFIER`: fixed weights, the same on every
+    machine, as FID's network is (``data_dir`` is accepted for older callers and not used).
 
-    Its test-split accuracy is stored next to it; a classifier below ``min_accuracy`` is refused,
-    since its features would not measure digit quality.
+    Its test-split accuracy is stored with it (``model.test_accuracy``); a classifier below
+    ``min_accuracy`` is refused, since its features would not measure digit quality.
     """
-    import keras
-
-    folder = (
-        image_scores.default_data_dir(data_dir) / "lipgan_digits_classifier" / CLASSIFIER_VERSION
-    )
-    path, info_path = folder / "classifier.keras", folder / "info.json"
-    if path.is_file() and info_path.is_file():
-        model = keras.models.load_model(path)
-        model.test_accuracy = json.loads(info_path.read_text())["test_accuracy"]
-        return model
-    model, accuracy = _train_digits_classifier()
+    with np.load(SHIPPED_CLASSIFIER) as stored:
+        weights = [stored[f"w{i}"] for i in range(len(stored.files) - 1)]
+        accuracy = float(stored["test_accuracy"])
     if accuracy < min_accuracy:
         raise RuntimeError(f"digits classifier reached only {accuracy:.3f} test accuracy")
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / "classifier.tmp.keras"
-    model.save(tmp)
-    os.replace(tmp, path)  # never leave a half-written cache behind
-    info_path.write_text(json.dumps({"test_accuracy": accuracy, "image_size": DIGITS_SIZE}))
+    model = _classifier_model()
+    model.set_weights(weights)
     model.test_accuracy = accuracy
     return model
 
@@ -226,3 +241,13 @@ def class_metrics(fake: np.ndarray, classifier) -> dict:
         "num_classes": 10,
         "class_reverse_kl": float(np.sum(p[nz] * np.log(p[nz] * 10))),
     }
+
+
+if __name__ == "__main__":  # python -m lipgan.metrics.images --write-classifier PATH
+    import sys
+
+    if sys.argv[1:2] != ["--write-classifier"] or len(sys.argv) != 3:
+        sys.exit("usage: python -m lipgan.metrics.images --write-classifier PATH")
+    model, accuracy = train_digits_classifier()
+    write_classifier(model, accuracy, Path(sys.argv[2]))
+    print(f"wrote {sys.argv[2]}: test accuracy {accuracy:.4f}")
