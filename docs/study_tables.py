@@ -132,7 +132,8 @@ def main() -> None:
         print(f"### {dataset}\n\n{toy_table(dataset)}\n")
     print(f"### digits\n\n{digits_table()}\n")
     print(f"### digits-certified\n\n{digits_table('digits-certified')}\n")
-    print(f"### budget16k ring\n\n{budget_table('ring')}")
+    for dataset in ("ring", "grid"):
+        print(f"### budget16k {dataset}\n\n{budget_table(dataset)}\n")
 
 
 if __name__ == "__main__":

@@ -213,7 +213,10 @@ def test_the_docs_results_tables_are_the_committed_reports_tables(monkeypatch):
         study_tables.toy_table("grid"),
         study_tables.digits_table(),
         study_tables.digits_table("digits-certified"),
-        "\n".join("  " + line for line in study_tables.budget_table("ring").splitlines()),
+        *(
+            "\n".join("  " + line for line in study_tables.budget_table(d).splitlines())
+            for d in ("ring", "grid")
+        ),
     ):
         assert table in doc
     assert "| aol [maxmin] +EMA | 8.0 [8.0, 8.0] | 95.8 [" in study_tables.toy_table("ring")
