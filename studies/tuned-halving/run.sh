@@ -14,6 +14,9 @@
 # used as the nearer of the two.
 #   LIPGAN_TREE=/path/to/a/checkout runs that tree's code (a snapshot, so that editing the work
 #   tree does not change the code of runs still to start).
+#   An installed third-party constraint with a search space joins "every constraint" and changes
+#   the spec, which a resume then refuses ("holds another spec"): block it for this study, e.g.
+#   LIPGAN_DISABLE_PLUGINS=max_gradient_norm when examples/lipgan-example-plugin is installed.
 set -eu
 . studies/snapshot.sh  # TF_CPP_MIN_LOG_LEVEL, and LIPGAN_TREE (a snapshot of the code)
 exec nice -n 15 lipgan tune --configs 20 --search halving --eta 3 --rungs 3 --search-seeds 2 \
