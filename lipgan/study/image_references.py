@@ -80,7 +80,7 @@ def score(fake, real, seed: int, data: dict, metrics) -> dict:
     return values
 
 
-def score_real(fake, real, seed: int, data: dict, metrics) -> tuple[dict, dict]:
+def score_real(fake, real, seed: int, data: dict, metrics) -> tuple[dict, dict, list]:
     """The *real data* row's values: ``metrics`` of the second real sample ``fake`` against
     ``real``, except that a metric with a reference of its own scores its
     :meth:`~lipgan.core.metric.Metric.floor_sample` instead. Also ``{metric: (n, what)}`` for
@@ -170,7 +170,7 @@ def compute(dataset: str, n: int, seeds: int, metrics, bindings=(), *, data_of: 
         # the second sample's n, or the floor samples' where no metric scored the second sample
         cell = {**values, "n": half if shared or not own else max(k for k, _ in own.values())}
         if own:
-            cell["n_by_metric"] = {name: n for name, (n, _) in own.items()}
+            cell["n_by_metric"] = {name: k for name, (k, _) in own.items()}
         rows[REAL]["what"] = own_floor_what(second, own, shared) if own else second
         rows[REAL]["cells"].append(cell)
         values = score(noise, real, seed, data, metrics)
