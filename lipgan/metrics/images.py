@@ -18,6 +18,7 @@ pytorch-fid and torch-fidelity compute them.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -31,7 +32,6 @@ DIGITS_SIZE = 16
 #: on 2026-12-07 (Intel Xeon, TensorFlow 2.21.0, Keras 3.15.1), test accuracy 0.990. Before, each
 #: data dir trained its own (v2), which differed across CPUs (docs/metrics.md).
 SHIPPED_CLASSIFIER = Path(__file__).with_name("digits_classifier_v3.npz")
-CLASSIFIER_VERSION = "v3"
 INCEPTION_SIZE = 299
 INCEPTION_FILE = "inception_v3_weights_tf_dim_ordering_tf_kernels_notop.h5"
 
@@ -145,6 +145,15 @@ def write_classifier(model, accuracy: float, path: Path) -> None:
     os.replace(tmp, path)
 
 
+@functools.cache
+def _shipped_weights() -> tuple[list[np.ndarray], float]:
+    """The weights and test accuracy in :data:`SHIPPED_CLASSIFIER`, read once per process (every
+    evaluation of a digits run builds the classifier)."""
+    with np.load(SHIPPED_CLASSIFIER) as stored:
+        weights = [stored[f"w{i}"] for i in range(len(stored.files) - 1)]
+        return weights, float(stored["test_accuracy"])
+
+
 def digits_classifier(data_dir: str | None = None, min_accuracy: float = 0.9):
     """The digits classifier of :data:`SHIPPED_CLASSIFIER`: fixed weights, the same on every
     machine, as FID's network is (``data_dir`` is accepted for older callers and not used).
@@ -152,9 +161,7 @@ def digits_classifier(data_dir: str | None = None, min_accuracy: float = 0.9):
     Its test-split accuracy is stored with it (``model.test_accuracy``); a classifier below
     ``min_accuracy`` is refused, since its features would not measure digit quality.
     """
-    with np.load(SHIPPED_CLASSIFIER) as stored:
-        weights = [stored[f"w{i}"] for i in range(len(stored.files) - 1)]
-        accuracy = float(stored["test_accuracy"])
+    weights, accuracy = _shipped_weights()
     if accuracy < min_accuracy:
         raise RuntimeError(f"digits classifier reached only {accuracy:.3f} test accuracy")
     model = _classifier_model()
