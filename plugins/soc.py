@@ -83,6 +83,9 @@ from lipgan.core.search_space import ADAM
 MAX_EXCESS = 1e-5
 #: The largest distance ``τ_K(norm)`` of the series from ``exp(L)`` it accepts (a near-isometry).
 MAX_SERIES_ERROR = 1e-3
+#: Where a strided conv's invertible downsampling goes: after the series (at the input's
+#: resolution, s² times fewer multiply-adds) or before it (the reference's order).
+DOWNSAMPLE = ("after", "before")
 
 
 def _normalized(skew, norm: float):
@@ -90,14 +93,32 @@ def _normalized(skew, norm: float):
     return skew * (norm / tf.maximum(holder_bound(skew), 1e-30))
 
 
+def full_resolution_channels(c_in: int, c_out: int, stride: int) -> int | None:
+    """The channels ``c`` of a stride-``s`` SOC conv run before its downsampling (``None``: run it
+    in the reference's order).
+
+    ``c_in`` when the ``s²·c_in`` polyphase channels cover ``c_out`` (they are sliced: orthonormal
+    rows), ``c_out/s²`` when that is a whole number above ``c_in`` (the input is zero-padded: an
+    isometry). Otherwise both would be needed, and a padded-then-sliced orthogonal map may have
+    no unit singular value, so the layer keeps the reference's order; stride 1 has no order.
+    """
+    if stride == 1:
+        return None
+    if stride**2 * c_in >= c_out:
+        return c_in
+    return c_out // stride**2 if c_out % stride**2 == 0 else None
+
+
 def _raw_initializer(channels: int):
     return keras.initializers.RandomNormal(stddev=1.0 / math.sqrt(channels))  # the reference's
 
 
 class _SOCLayer(KernelReparametrization):
-    def __init__(self, layer, terms: int = 4, norm: float = 0.5, **kwargs):
+    def __init__(
+        self, layer, terms: int = 4, norm: float = 0.5, downsample: str = "after", **kwargs
+    ):
         super().__init__(layer, **kwargs)
-        self.terms, self.norm = int(terms), float(norm)
+        self.terms, self.norm, self.downsample = int(terms), float(norm), str(downsample)
 
     def _finish(self, out):
         if self.bias is not None:
@@ -114,7 +135,12 @@ class _SOCLayer(KernelReparametrization):
         return layer_bound(self.operator_norm_bound(), self.layer.activation)
 
     def get_config(self):
-        return {**super().get_config(), "terms": self.terms, "norm": self.norm}
+        return {
+            **super().get_config(),
+            "terms": self.terms,
+            "norm": self.norm,
+            "downsample": self.downsample,
+        }
 
 
 @keras.saving.register_keras_serializable(package="lipgan")
@@ -157,10 +183,16 @@ class SOCConv2D(_SOCLayer):
 
     def build(self, input_shape):
         conv = self.layer
-        self.grid_shape = polyphase_shape(conv, input_shape, "soc")
+        polyphase_shape(conv, input_shape, "soc")  # equal strides that divide the input size
         self.stride = pair(conv.strides)[0]
-        self.channels_in, self.channels_out = self.grid_shape[2], int(conv.filters)
-        c = max(self.channels_in, self.channels_out)
+        c_in, self.channels_out = int(input_shape[-1]), int(conv.filters)
+        full = full_resolution_channels(c_in, self.channels_out, self.stride)
+        self.after = self.downsample == "after" and full is not None
+        if self.after:  # the series at the input's resolution, then the downsampling
+            self.channels_in, c = c_in, full
+        else:  # the reference's order: the downsampling, then the series on its polyphase grid
+            self.channels_in = c_in * self.stride**2
+            c = max(self.channels_in, self.channels_out)
         taps = [math.ceil(k / self.stride) for k in pair(conv.kernel_size)]
         taps = [t + 1 - t % 2 for t in taps]  # odd: the 'same' adjoint is the flipped kernel
         self.raw = self.add_weight(name="raw", shape=(*taps, c, c), initializer=_raw_initializer(c))
@@ -173,7 +205,7 @@ class SOCConv2D(_SOCLayer):
 
     def call(self, inputs):
         kernel = ops.cast(self.effective_kernel(), inputs.dtype)
-        x = downsample(inputs, self.stride)
+        x = inputs if self.after else downsample(inputs, self.stride)
         extra = kernel.shape[-1] - self.channels_in
         if extra > 0:
             x = tf.pad(x, [[0, 0], [0, 0], [0, 0], [0, extra]])
@@ -181,10 +213,12 @@ class SOCConv2D(_SOCLayer):
         term = x[..., : self.channels_in]  # the first product skips the zero channels
         for k in range(1, self.terms + 1):
             weights = kernel[:, :, : term.shape[-1], :]
-            if k == self.terms:  # the last computes only the kept channels
+            if k == self.terms and not self.after:  # the last computes only the kept channels
                 weights, out = weights[..., : self.channels_out], out[..., : self.channels_out]
             term = tf.nn.conv2d(term, weights, 1, "SAME") / float(k)
             out = out + term
+        if self.after:
+            out = downsample(out, self.stride)[..., : self.channels_out]
         return self._finish(out)
 
     def operator_norm_bound(self) -> float:
@@ -206,10 +240,13 @@ class SOC(OrthogonalConstruction):
     Args:
         terms: Taylor terms ``K`` (convolutions per layer and call).
         norm: the bound the skew operator is scaled to (``‖L‖ ≤ norm``).
+        downsample: ``'after'`` runs a strided conv's series at the input's resolution and
+            downsamples its result (``s²`` times fewer multiply-adds); ``'before'`` is the
+            reference's order (:func:`full_resolution_channels` says when ``'after'`` applies).
 
     Raises:
         ConfigError: ``terms < 1``, ``norm <= 0``, a certified gain ``g_K(norm) > 1 + 1e-5`` or a
-            series farther than ``τ_K(norm) > 1e-3`` from ``exp(L)``.
+            series farther than ``τ_K(norm) > 1e-3`` from ``exp(L)``, an unknown ``downsample``.
     """
 
     name = "soc"
@@ -220,9 +257,13 @@ class SOC(OrthogonalConstruction):
         "truncated Taylor series, its truncation error in the certified bound; Dense too."
     )
 
-    def __init__(self, terms: int = 4, norm: float = 0.5):
+    def __init__(self, terms: int = 4, norm: float = 0.5, downsample: str = "after"):
         if int(terms) < 1 or not float(norm) > 0:
             raise ConfigError(f"soc.terms must be >= 1 and soc.norm > 0, got {terms} and {norm}")
+        if downsample not in DOWNSAMPLE:
+            raise ConfigError(
+                f"soc.downsample must be one of {', '.join(map(repr, DOWNSAMPLE))}, got {downsample!r}"
+            )
         excess = series_gain(float(norm), int(terms)) - 1.0
         if excess > MAX_EXCESS:
             raise ConfigError(
@@ -235,13 +276,15 @@ class SOC(OrthogonalConstruction):
                 f"soc with terms={terms} and norm={norm} is up to {error:.1e} > "
                 f"{MAX_SERIES_ERROR:g} from the orthogonal exp(L): raise soc.terms or lower soc.norm"
             )
-        self.terms, self.norm = int(terms), float(norm)
+        self.terms, self.norm, self.downsample = int(terms), float(norm), downsample
 
     def wrap_dense(self, layer):
         return SOCDense(fresh_copy(layer), self.terms, self.norm, name=f"soc_{layer.name}")
 
     def wrap_conv(self, layer):
-        return SOCConv2D(fresh_copy(layer), self.terms, self.norm, name=f"soc_{layer.name}")
+        return SOCConv2D(
+            fresh_copy(layer), self.terms, self.norm, self.downsample, name=f"soc_{layer.name}"
+        )
 
 
 @hookimpl

@@ -40,6 +40,8 @@ SETTINGS = [
     (SOC, {"terms": 5, "norm": 0.3}),
     (SOC, {"terms": 6, "norm": 0.5}),
     (SOC, {"terms": 12, "norm": 2.0}),
+    (SOC, {"downsample": "before"}),
+    (SOC, {"terms": 12, "norm": 2.0, "downsample": "before"}),
 ]
 WRAPPERS = {Cayley: (CayleyDense, CayleyConv2D), SOC: (SOCDense, SOCConv2D)}
 
@@ -82,7 +84,10 @@ def test_certified_bound_is_never_below_the_exact_norm_and_certifies(case):
     # float64 SVD rounding aside (the Cayley bound *is* the exact norm, by the DFT).
     assert singular.max() <= bound * (1 + 1e-12)
     assert bound <= 1 + 1e-4
-    assert singular.max() >= 1 - 1e-4  # orthogonal (rows or columns), not merely a contraction
+    # Orthogonal rows or columns, not merely a contraction: up to float32 for cayley; soc's
+    # truncated series is within its tail τ_K(norm) of the orthogonal exp(L).
+    tail = taylor_tail(layer.norm, layer.terms) if isinstance(layer, (SOCDense, SOCConv2D)) else 0
+    assert singular.max() >= 1 - tail - 1e-4
 
 
 @pytest.mark.parametrize("shape", [(6, 6), (6, 2), (2, 6), (1, 5), (5, 1)])
@@ -126,6 +131,41 @@ def test_soc_conv_is_skew_symmetric_exactly_and_its_bound_counts_the_truncation(
     # The certificate uses L's norm as computed (float32 kernel, float64 norm), which may sit a
     # rounding above the configured 0.5: allow that in the upper check, never in the lower one.
     assert exact <= layer.operator_norm_bound() <= 1 + taylor_tail(layer.norm * (1 + 1e-6), 2)
+
+
+@pytest.mark.parametrize(
+    "c_in, c_out, after",
+    [(4, 8, True), (2, 16, True), (1, 6, False)],
+    ids=["sliced", "padded", "both-would-be-needed"],
+)
+def test_soc_strided_conv_is_the_series_then_the_downsampling(c_in, c_out, after):
+    """``downsample='after'``: ``space_to_depth(T_K(L)·pad(x))[..., :c_out]`` with ``L`` the 3x3
+    skew conv at the input's resolution, built here in numpy from the layer's kernel; the
+    reference's order where both a pad and a slice would be needed (no unit singular value)."""
+    layer = SOCConv2D(keras.layers.Conv2D(c_out, 5, strides=2, padding="same", use_bias=False))
+    layer.build((None, 4, 4, c_in))
+    assert layer.after is after
+    rng = np.random.default_rng(0)
+    layer.raw.assign(rng.standard_normal(layer.raw.shape).astype("float32"))
+    n = 4 * 4 * c_in
+    if after:
+        s = layer.effective_kernel().numpy().astype(np.float64)
+        c = s.shape[-1]
+        basis = np.eye(4 * 4 * c).reshape(-1, 4, 4, c)
+        lmat = tf.nn.conv2d(basis, s, 1, "SAME").numpy().reshape(len(basis), -1).T
+        series = sum(np.linalg.matrix_power(lmat, k) / math.factorial(k) for k in range(5))
+        x = np.eye(n).reshape(n, 4, 4, c_in)
+        padded = np.pad(x, [(0, 0)] * 3 + [(0, c - c_in)]).reshape(n, -1)
+        y = (padded @ series.T).reshape(n, 4, 4, c)
+        expected = tf.nn.space_to_depth(y, 2).numpy()[..., :c_out].reshape(n, -1).T
+        np.testing.assert_allclose(explicit_operator(layer, (4, 4, c_in)), expected, atol=1e-12)
+    singular = np.linalg.svd(explicit_operator(layer, (4, 4, c_in)), compute_uv=False)
+    assert 1 - taylor_tail(0.5, 4) - 1e-6 <= singular.max() <= layer.lipschitz_bound()
+    if c_in * 4 >= c_out:  # sliced: orthonormal rows, every singular value near 1
+        assert singular.min() >= 1 - taylor_tail(0.5, 4) - 1e-6
+    before = SOCConv2D(layer.layer, downsample="before")
+    before.build((None, 4, 4, c_in))
+    assert not before.after and before.raw.shape[-1] == max(4 * c_in, c_out)
 
 
 def test_taylor_tail_matches_the_series_and_the_lagrange_bound():
