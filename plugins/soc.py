@@ -33,16 +33,24 @@ reference's: the price of needing no state.
 
 **Cost.** ``K`` convolutions per layer and call, the reference's count (a Horner form needs as
 many: a degree-``K`` polynomial of ``L`` applied to ``x`` takes ``K`` applications of ``L``). The
-first acts on the input's own channels only (not the zero padding) and the last computes only
-the ``c_out`` kept channels. On two CPU cores the DCGAN critic's step is still ~8× a plain one:
-the middle terms run at ``max(4·c_in, c_out)`` channels (~2.6× the plain critic's FLOPs each), so
-no ``K ≥ 2`` reaches 2.5×; one term alone would (~1.4× the FLOPs), but a 1-term series is no
-near-isometry and the constructor's checks refuse it (benchmarks/RESULTS.md, "certified layers").
+first acts on the input's own channels only (not the zero padding). What sets the price is where
+a stride's downsampling goes (below): after the series, the DCGAN critic's step is ~2.1× a plain
+one on two CPU cores (2.74× the FLOPs); before it, the reference's order, ~6.8× (9.3× the FLOPs),
+measured in one run (benchmarks/RESULTS.md, "certified layers").
 
-**Strides and widths** as the reference: a stride ``s`` is invertible downsampling (the ``s²``
-polyphase components as channels), ``c = max(s²·c_in, c_out)``; fewer input channels are padded
-with zeros (an isometry), more are sliced to the first ``c_out`` (orthonormal rows). The DCGAN
-critic's 5x5 stride-2 convs become SOC convs with 3x3 kernels on ``max(4·c_in, c_out)`` channels.
+**Strides and widths.** A stride ``s`` is invertible downsampling (``space_to_depth``: the ``s²``
+polyphase components as channels, a permutation). The reference downsamples first and runs the
+series on ``c = max(s²·c_in, c_out)`` channels at the lower resolution (``downsample='before'``).
+lipgan by default runs the series at the input's resolution on ``c = c_in`` channels (or
+``c_out/s²``, zero-padding the input, when that is larger), then downsamples and keeps the first
+``c_out`` channels (``downsample='after'``; :func:`full_resolution_channels`). Per term that is
+``H·W·t²·c²`` multiply-adds against ``(H/s)(W/s)·t²·(s²c)²``: ``s²`` times fewer, with the same
+``t×t`` taps (``t = ⌈k/s⌉`` made odd: 3×3 for the DCGAN critic's 5×5 stride-2 convs, so each term
+reaches one input pixel farther, where the reference's reaches ``s``). Both orders are orthogonal
+maps between an isometric zero-padding and a coordinate projection, so the certificate is the same
+``g_K(ℓ)``. Where both a pad and a slice would be needed (``c_in < c_out/s²``, ``s² ∤ c_out``) the
+layer keeps the reference's order: a padded-then-sliced orthogonal map may have no singular value
+near 1.
 
 **Dense** layers: ``x ↦ x·T_K(A)`` restricted to ``in`` rows and ``out`` columns, ``A`` the
 normalized ``(W − Wᵀ)/2`` of a raw ``c×c`` matrix, computed as ``K`` products of a
@@ -97,16 +105,14 @@ def full_resolution_channels(c_in: int, c_out: int, stride: int) -> int | None:
     """The channels ``c`` of a stride-``s`` SOC conv run before its downsampling (``None``: run it
     in the reference's order).
 
-    ``c_in`` when the ``s²·c_in`` polyphase channels cover ``c_out`` (they are sliced: orthonormal
-    rows), ``c_out/s²`` when that is a whole number above ``c_in`` (the input is zero-padded: an
-    isometry). Otherwise both would be needed, and a padded-then-sliced orthogonal map may have
-    no unit singular value, so the layer keeps the reference's order; stride 1 has no order.
+    ``max(c_in, c_out/s²)`` when ``s²`` divides ``c_out``: the input is zero-padded to ``c``
+    channels if it has fewer (an isometry), the series' first ``c_out/s²`` channels are kept (a
+    projection onto orthonormal rows) and downsampled to exactly ``c_out``. Otherwise the layer
+    keeps the reference's order; stride 1 has no order.
     """
-    if stride == 1:
+    if stride == 1 or c_out % stride**2:
         return None
-    if stride**2 * c_in >= c_out:
-        return c_in
-    return c_out // stride**2 if c_out % stride**2 == 0 else None
+    return max(c_in, c_out // stride**2)
 
 
 def _raw_initializer(channels: int):
@@ -209,17 +215,16 @@ class SOCConv2D(_SOCLayer):
         extra = kernel.shape[-1] - self.channels_in
         if extra > 0:
             x = tf.pad(x, [[0, 0], [0, 0], [0, 0], [0, extra]])
+        kept = self.channels_out // self.stride**2 if self.after else self.channels_out
         out = x
         term = x[..., : self.channels_in]  # the first product skips the zero channels
         for k in range(1, self.terms + 1):
             weights = kernel[:, :, : term.shape[-1], :]
-            if k == self.terms and not self.after:  # the last computes only the kept channels
-                weights, out = weights[..., : self.channels_out], out[..., : self.channels_out]
+            if k == self.terms:  # the last computes only the kept channels
+                weights, out = weights[..., :kept], out[..., :kept]
             term = tf.nn.conv2d(term, weights, 1, "SAME") / float(k)
             out = out + term
-        if self.after:
-            out = downsample(out, self.stride)[..., : self.channels_out]
-        return self._finish(out)
+        return self._finish(downsample(out, self.stride) if self.after else out)
 
     def operator_norm_bound(self) -> float:
         """``g_K(ℓ)`` (:func:`lipgan.core.orthogonal.series_gain`), ``ℓ`` the Hölder bound on ``‖L‖``
