@@ -34,23 +34,25 @@ reference's: the price of needing no state.
 **Cost.** ``K`` convolutions per layer and call, the reference's count (a Horner form needs as
 many: a degree-``K`` polynomial of ``L`` applied to ``x`` takes ``K`` applications of ``L``). The
 first acts on the input's own channels only (not the zero padding). What sets the price is where
-a stride's downsampling goes (below): after the series, the DCGAN critic's step is ~2.1× a plain
-one on two CPU cores (2.74× the FLOPs); before it, the reference's order, ~6.8× (9.3× the FLOPs),
-measured in one run (benchmarks/RESULTS.md, "certified layers").
+a stride's downsampling goes (below): before the series, the reference's order and the default,
+the DCGAN critic's step is ~7× a plain one on two CPU cores (9.3× the FLOPs); after it, ~2.1×
+(2.44× the FLOPs), measured in one run (benchmarks/RESULTS.md, "SOC's strided convs").
 
 **Strides and widths.** A stride ``s`` is invertible downsampling (``space_to_depth``: the ``s²``
-polyphase components as channels, a permutation). The reference downsamples first and runs the
-series on ``c = max(s²·c_in, c_out)`` channels at the lower resolution (``downsample='before'``).
-lipgan by default runs the series at the input's resolution on ``c = c_in`` channels (or
-``c_out/s²``, zero-padding the input, when that is larger), then downsamples and keeps the first
-``c_out`` channels (``downsample='after'``; :func:`full_resolution_channels`). Per term that is
+polyphase components as channels, a permutation). By default, as the reference, the layer
+downsamples first and runs the series on ``c = max(s²·c_in, c_out)`` channels at the lower
+resolution (``downsample='before'``): fewer input channels are zero-padded (an isometry), more
+are sliced to the first ``c_out`` (orthonormal rows). ``downsample='after'`` (lipgan's) runs the
+series at the input's resolution on ``c = max(c_in, c_out/s²)`` channels, keeps its first
+``c_out/s²`` channels and downsamples them to ``c_out`` (:func:`full_resolution_channels`; where
+``s²`` does not divide ``c_out`` the layer keeps the reference's order). Per term that is
 ``H·W·t²·c²`` multiply-adds against ``(H/s)(W/s)·t²·(s²c)²``: ``s²`` times fewer, with the same
-``t×t`` taps (``t = ⌈k/s⌉`` made odd: 3×3 for the DCGAN critic's 5×5 stride-2 convs, so each term
-reaches one input pixel farther, where the reference's reaches ``s``). Both orders are orthogonal
-maps between an isometric zero-padding and a coordinate projection, so the certificate is the same
-``g_K(ℓ)``. Where both a pad and a slice would be needed (``c_in < c_out/s²``, ``s² ∤ c_out``) the
-layer keeps the reference's order: a padded-then-sliced orthogonal map may have no singular value
-near 1.
+``t×t`` taps (``t = ⌈k/s⌉`` made odd, 3×3 for the DCGAN critic's 5×5 stride-2 convs: a term
+reaches one input pixel where the reference's reaches ``s``), and the last term computes only the
+kept channels. Both orders are orthogonal maps between an isometric zero-padding and a
+coordinate projection, so the certificate is the same ``g_K(ℓ)``. Why ``'after'`` is not the
+default: its critic learnt worse per iteration on digits (docs/study.md, "SOC's two orders"),
+and a run dir records no default, so old runs must rebuild the layer they trained.
 
 **Dense** layers: ``x ↦ x·T_K(A)`` restricted to ``in`` rows and ``out`` columns, ``A`` the
 normalized ``(W − Wᵀ)/2`` of a raw ``c×c`` matrix, computed as ``K`` products of a
@@ -91,9 +93,9 @@ from lipgan.core.search_space import ADAM
 MAX_EXCESS = 1e-5
 #: The largest distance ``τ_K(norm)`` of the series from ``exp(L)`` it accepts (a near-isometry).
 MAX_SERIES_ERROR = 1e-3
-#: Where a strided conv's invertible downsampling goes: after the series (at the input's
-#: resolution, s² times fewer multiply-adds) or before it (the reference's order).
-DOWNSAMPLE = ("after", "before")
+#: Where a strided conv's invertible downsampling goes: before the series (the reference's order,
+#: the default) or after it (at the input's resolution, s² times fewer multiply-adds).
+DOWNSAMPLE = ("before", "after")
 
 
 def _normalized(skew, norm: float):
@@ -121,7 +123,7 @@ def _raw_initializer(channels: int):
 
 class _SOCLayer(KernelReparametrization):
     def __init__(
-        self, layer, terms: int = 4, norm: float = 0.5, downsample: str = "after", **kwargs
+        self, layer, terms: int = 4, norm: float = 0.5, downsample: str = "before", **kwargs
     ):
         super().__init__(layer, **kwargs)
         self.terms, self.norm, self.downsample = int(terms), float(norm), str(downsample)
@@ -245,9 +247,10 @@ class SOC(OrthogonalConstruction):
     Args:
         terms: Taylor terms ``K`` (convolutions per layer and call).
         norm: the bound the skew operator is scaled to (``‖L‖ ≤ norm``).
-        downsample: ``'after'`` runs a strided conv's series at the input's resolution and
-            downsamples its result (``s²`` times fewer multiply-adds); ``'before'`` is the
-            reference's order (:func:`full_resolution_channels` says when ``'after'`` applies).
+        downsample: ``'before'`` (the default) is the reference's order; ``'after'`` runs a
+            strided conv's series at the input's resolution and downsamples its result (``s²``
+            times fewer multiply-adds, and a critic that learnt worse per iteration on digits:
+            module docstring; :func:`full_resolution_channels` says when it applies).
 
     Raises:
         ConfigError: ``terms < 1``, ``norm <= 0``, a certified gain ``g_K(norm) > 1 + 1e-5`` or a
@@ -262,7 +265,7 @@ class SOC(OrthogonalConstruction):
         "truncated Taylor series, its truncation error in the certified bound; Dense too."
     )
 
-    def __init__(self, terms: int = 4, norm: float = 0.5, downsample: str = "after"):
+    def __init__(self, terms: int = 4, norm: float = 0.5, downsample: str = "before"):
         if int(terms) < 1 or not float(norm) > 0:
             raise ConfigError(f"soc.terms must be >= 1 and soc.norm > 0, got {terms} and {norm}")
         if downsample not in DOWNSAMPLE:

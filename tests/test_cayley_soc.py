@@ -40,8 +40,8 @@ SETTINGS = [
     (SOC, {"terms": 5, "norm": 0.3}),
     (SOC, {"terms": 6, "norm": 0.5}),
     (SOC, {"terms": 12, "norm": 2.0}),
-    (SOC, {"downsample": "before"}),
-    (SOC, {"terms": 12, "norm": 2.0, "downsample": "before"}),
+    (SOC, {"downsample": "after"}),
+    (SOC, {"terms": 12, "norm": 2.0, "downsample": "after"}),
 ]
 WRAPPERS = {Cayley: (CayleyDense, CayleyConv2D), SOC: (SOCDense, SOCConv2D)}
 
@@ -142,7 +142,8 @@ def test_soc_strided_conv_is_the_series_then_the_downsampling(c_in, c_out, after
     """``downsample='after'``: ``space_to_depth((T_K(L)·pad(x))[..., :c_out/4])`` with ``L`` the 3x3
     skew conv at the input's resolution, built here in numpy from the layer's kernel; the
     reference's order where 4 does not divide ``c_out``."""
-    layer = SOCConv2D(keras.layers.Conv2D(c_out, 5, strides=2, padding="same", use_bias=False))
+    conv = keras.layers.Conv2D(c_out, 5, strides=2, padding="same", use_bias=False)
+    layer = SOCConv2D(conv, downsample="after")
     layer.build((None, 4, 4, c_in))
     assert layer.after is after
     rng = np.random.default_rng(0)
@@ -163,9 +164,9 @@ def test_soc_strided_conv_is_the_series_then_the_downsampling(c_in, c_out, after
     assert 1 - taylor_tail(0.5, 4) - 1e-6 <= singular.max() <= layer.lipschitz_bound()
     if c_in * 4 >= c_out:  # sliced: orthonormal rows, every singular value near 1
         assert singular.min() >= 1 - taylor_tail(0.5, 4) - 1e-6
-    before = SOCConv2D(layer.layer, downsample="before")
-    before.build((None, 4, 4, c_in))
-    assert not before.after and before.raw.shape[-1] == max(4 * c_in, c_out)
+    default = SOCConv2D(conv)  # the reference's order
+    default.build((None, 4, 4, c_in))
+    assert not default.after and default.raw.shape[-1] == max(4 * c_in, c_out)
 
 
 def test_taylor_tail_matches_the_series_and_the_lagrange_bound():
@@ -253,6 +254,10 @@ def test_soc_refuses_a_truncation_it_cannot_certify_and_other_layers():
         SOC(terms=3, norm=0.5)  # certified (a contraction) but no longer a near-isometry
     with pytest.raises(ConfigError, match="soc.terms must be >= 1"):
         SOC(terms=0)
+    with pytest.raises(
+        ConfigError, match="soc.downsample must be one of 'before', 'after', got 'late'"
+    ):
+        SOC(downsample="late")
     for constraint in (SOC(), Cayley()):
         one_d = keras.Sequential([keras.Input((8, 2)), keras.layers.Conv1D(2, 3)])
         with pytest.raises(ConfigError, match="Dense and Conv2D layers, not Conv1D"):
