@@ -1,0 +1,14 @@
+#!/usr/bin/env sh
+# SOC in lipgan's 'after' order (soc.downsample='after': the series at the input's resolution,
+# then the downsampling) on the digits data set at three times studies/digits-soc-order's
+# iterations (2,400 against 800; 5 seeds, MaxMin, the DCGAN critic): about the wall time of 800
+# iterations in the reference's order, whose critic step costs ~3.4x as much (benchmarks/
+# soc_order), so the two orders compare at equal seconds (docs/study.md, "SOC's two orders").
+# Code: snapshot 5ad24bb or later. Re-running the same command resumes.
+#   LIPGAN_TREE=/path/to/a/checkout runs that tree's code (a snapshot, so that editing the work
+#   tree does not change the code of runs still to start).
+set -eu
+. studies/snapshot.sh  # TF_CPP_MIN_LOG_LEVEL, and LIPGAN_TREE (a snapshot of the code)
+exec nice -n 10 lipgan study --dataset digits --seeds 5 --steps 2400 \
+  --constraint "soc:downsample=after,dcgan_critic.activation=maxmin" \
+  --out studies/digits-soc-2400 "$@"
