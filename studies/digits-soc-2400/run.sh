@@ -1,9 +1,10 @@
 #!/usr/bin/env sh
 # SOC in lipgan's 'after' order (soc.downsample='after': the series at the input's resolution,
 # then the downsampling) on the digits data set at three times studies/digits-soc-order's
-# iterations (2,400 against 800; 5 seeds, MaxMin, the DCGAN critic): about the wall time of 800
-# iterations in the reference's order, whose critic step costs ~3.4x as much (benchmarks/
-# soc_order), so the two orders compare at equal seconds (docs/study.md, "SOC's two orders").
+# iterations (2,400 against 800; 5 seeds, MaxMin, the DCGAN critic). Planned as equal seconds by
+# the DCGAN bench's critic-step ratio (~3.4x, benchmarks/soc_order); measured beside
+# digits-soc-order's cells, a whole digits iteration of 'after' costs 1/1.7 of the reference's, so
+# these runs had ~1.7x the seconds of 800 reference iterations (docs/study.md, "SOC's two orders").
 # Code: snapshot 5ad24bb or later. Re-running the same command resumes.
 #   LIPGAN_TREE=/path/to/a/checkout runs that tree's code (a snapshot, so that editing the work
 #   tree does not change the code of runs still to start).
