@@ -1,12 +1,12 @@
 """Print the results tables of docs/study.md ("Results") from the committed study reports.
 
-    python docs/study_tables.py            # ring, grid, digits, digits-certified, budget16k
+    python docs/study_tables.py            # ring, grid, the digits studies, budget16k
 
 Ring and grid: the *At PacGAN4's means* tables of ``studies/tuned/tune.md`` (tuned rows, their EMA
 and the shared config), with the rows of ``studies/tuned-sn-maxmin/tune.md`` and, on the grid,
 ``studies/tuned-sn-grid-full/tune.md`` appended: copied lines, so the docs say exactly what the
 reports say. Digits: computed from the cells in ``studies/digits/study.json`` (its run dirs are not
-committed) and ``studies/digits-certified/study.json``, mean and 95 % percentile-bootstrap
+committed) and the other digits studies' ``study.json``, mean and 95 % percentile-bootstrap
 interval over seeds (``lipgan.study.intervals``). The 16,000-iteration table: computed from the
 cells' curves under ``studies/budget16k/<data set>`` (``lipgan.study.first_at_means``).
 Run from the repository root after rebuilding the reports (each study's command with
@@ -61,8 +61,8 @@ DIGITS = [
 
 
 def digits_table(study: str = "digits") -> str:
-    """The digits table of ``studies/<study>/study.json``'s cells (``digits`` or
-    ``digits-certified``)."""
+    """The digits table of ``studies/<study>/study.json``'s cells (``digits``,
+    ``digits-certified``, ``digits-soc-order``, ``digits-soc-2400``)."""
     cells = json.loads((STUDIES / study / "study.json").read_text())["cells"]
     by_row: dict[str, list[dict]] = {}
     for cell in cells:
@@ -131,7 +131,8 @@ def main() -> None:
     for dataset in ("ring", "grid"):
         print(f"### {dataset}\n\n{toy_table(dataset)}\n")
     print(f"### digits\n\n{digits_table()}\n")
-    print(f"### digits-certified\n\n{digits_table('digits-certified')}\n")
+    for study in ("digits-certified", "digits-soc-order", "digits-soc-2400"):
+        print(f"### {study}\n\n{digits_table(study)}\n")
     for dataset in ("ring", "grid"):
         print(f"### budget16k {dataset}\n\n{budget_table(dataset)}\n")
 

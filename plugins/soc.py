@@ -35,8 +35,8 @@ reference's: the price of needing no state.
 many: a degree-``K`` polynomial of ``L`` applied to ``x`` takes ``K`` applications of ``L``). The
 first acts on the input's own channels only (not the zero padding). What sets the price is where
 a stride's downsampling goes (below): before the series, the reference's order and the default,
-the DCGAN critic's step is ~7× a plain one on two CPU cores (9.3× the FLOPs); after it, ~2.1×
-(2.44× the FLOPs), measured in one run (benchmarks/RESULTS.md, "SOC's strided convs").
+the DCGAN critic's step is ~7.6× a plain one on two CPU cores (9.3× the FLOPs); after it,
+~2.0× (2.44× the FLOPs), measured in one run (benchmarks/RESULTS.md, "SOC's strided convs").
 
 **Strides and widths.** A stride ``s`` is invertible downsampling (``space_to_depth``: the ``s²``
 polyphase components as channels, a permutation). By default, as the reference, the layer
