@@ -11,6 +11,7 @@ from lipgan.core.errors import ConfigError
 from lipgan.core.orthogonal import (
     cayley,
     frequency_cayley,
+    gram_bound,
     kernel_spectrum,
     refine,
     series_gain,
@@ -42,6 +43,8 @@ SETTINGS = [
     (SOC, {"terms": 12, "norm": 2.0}),
     (SOC, {"downsample": "after"}),
     (SOC, {"terms": 12, "norm": 2.0, "downsample": "after"}),
+    (SOC, {"bound": "gram"}),
+    (SOC, {"terms": 12, "norm": 2.0, "downsample": "after", "bound": "gram"}),
 ]
 WRAPPERS = {Cayley: (CayleyDense, CayleyConv2D), SOC: (SOCDense, SOCConv2D)}
 
@@ -88,6 +91,49 @@ def test_certified_bound_is_never_below_the_exact_norm_and_certifies(case):
     # truncated series is within its tail τ_K(norm) of the orthogonal exp(L).
     tail = taylor_tail(layer.norm, layer.terms) if isinstance(layer, (SOCDense, SOCConv2D)) else 0
     assert singular.max() >= 1 - tail - 1e-4
+
+
+def conv_matrix(kernel: np.ndarray, size: int) -> np.ndarray:
+    """The 'same' zero-padded stride-1 convolution with ``kernel`` on ``size``² images, explicit."""
+    c_in = kernel.shape[-2]
+    n = size * size * c_in
+    basis = tf.constant(np.eye(n).reshape(n, size, size, c_in))
+    return tf.nn.conv2d(basis, tf.constant(kernel), 1, "SAME").numpy().reshape(n, -1).T
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_gram_bound_is_above_the_exact_norm_and_near_the_flattened_one(seed):
+    """Matrices and zero-padded convolutions (odd and even taps, 1x1), random scales, float64 and
+    float32: never below the exact norm; within 2 % of ``sqrt(taps)·σ(flattened kernel)``."""
+    rng = np.random.default_rng(seed)
+    scale = 10 ** rng.uniform(-3, 3)
+    m = scale * rng.standard_normal(tuple(int(v) for v in rng.integers(1, 40, 2)))
+    exact = np.linalg.svd(m, compute_uv=False)[0]
+    for dtype, tol in ((tf.float64, 1e-12), (tf.float32, 1e-5)):
+        bound = float(gram_bound(tf.constant(m, dtype)))
+        assert exact * (1 - tol) <= bound <= 1.02 * exact
+    taps = int(rng.integers(1, 4))
+    c_in, c_out = (int(v) for v in rng.integers(1, 6, 2))
+    kernel = scale * rng.standard_normal((taps, taps, c_in, c_out))
+    exact = np.linalg.svd(conv_matrix(kernel, 5), compute_uv=False)[0]
+    flat = taps * np.linalg.svd(kernel.reshape(-1, c_out), compute_uv=False)[0]
+    for dtype, tol in ((tf.float64, 1e-12), (tf.float32, 1e-5)):
+        bound = float(gram_bound(tf.constant(kernel, dtype)))
+        assert exact * (1 - tol) <= bound <= 1.02 * flat
+        assert bound >= flat * (1 - tol)
+
+
+def test_soc_gram_scale_reaches_half_of_norm_where_holder_reaches_a_twentieth():
+    """The DCGAN critic's 256-channel conv at initialization: the exact ``‖L‖`` (explicit operator
+    on 4x4 images, polyphase grid of 8x8 inputs) as a fraction of ``norm``."""
+    fractions = {}
+    for bound in ("holder", "gram"):
+        keras.utils.set_random_seed(0)
+        layer = SOCConv2D(keras.layers.Conv2D(128, 5, 2, "same"), bound=bound)
+        layer.build((None, 8, 8, 64))
+        s = layer.effective_kernel().numpy().astype(np.float64)
+        fractions[bound] = np.linalg.svd(conv_matrix(s, 4), compute_uv=False)[0] / layer.norm
+    assert fractions["holder"] < 0.07 and 0.35 < fractions["gram"] <= 1.0
 
 
 @pytest.mark.parametrize("shape", [(6, 6), (6, 2), (2, 6), (1, 5), (5, 1)])
@@ -258,6 +304,8 @@ def test_soc_refuses_a_truncation_it_cannot_certify_and_other_layers():
         ConfigError, match="soc.downsample must be one of 'before', 'after', got 'late'"
     ):
         SOC(downsample="late")
+    with pytest.raises(ConfigError, match="soc.bound must be one of 'holder', 'gram', got 'dft'"):
+        SOC(bound="dft")
     for constraint in (SOC(), Cayley()):
         one_d = keras.Sequential([keras.Input((8, 2)), keras.layers.Conv1D(2, 3)])
         with pytest.raises(ConfigError, match="Dense and Conv2D layers, not Conv1D"):
@@ -277,7 +325,9 @@ CRITICS = {
 
 
 @pytest.mark.parametrize("critic", sorted(CRITICS))
-@pytest.mark.parametrize("constraint", [Cayley(), SOC()], ids=["cayley", "soc"])
+@pytest.mark.parametrize(
+    "constraint", [Cayley(), SOC(), SOC(bound="gram")], ids=["cayley", "soc", "soc-gram"]
+)
 def test_the_audit_certifies_the_shipped_critics_and_gradients_flow(constraint, critic):
     from lipgan.metrics import audit
 

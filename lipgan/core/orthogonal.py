@@ -289,6 +289,44 @@ def holder_bound(kernel):
     return tf.sqrt(per_in * per_out)
 
 
+#: Gram iterations of :func:`gram_bound`: at 5 its excess over ``σ_max`` is ≤ 1.2 % on random
+#: skew kernels of 12 to 512 channels (0.5 % for dense skew matrices, whose singular values pair).
+GRAM_ITERATIONS = 5
+
+
+def gram_bound(kernel, iterations: int = GRAM_ITERATIONS):
+    """``≥ ‖L‖₂`` for the convolution (or, for a 2-D ``kernel``, the matrix) ``L``: ``sqrt(taps)``
+    times an upper bound on the largest singular value of the kernel flattened to
+    ``[taps·c_in, c_out]``; differentiable, stateless and rigorous, and about 2x the exact norm
+    of a random 3x3 skew convolution where :func:`holder_bound` is 10 to 20x.
+
+    Why it holds: output pixel ``p`` is the flattened kernel ``A`` applied to the stacked patch
+    of ``taps`` input pixels around ``p``, and each input pixel lies in at most ``taps`` patches,
+    so ``‖Lx‖² ≤ σ(A)²·taps·‖x‖²`` (the "T" bound of Singla & Feizi, "Fantastic Four", ICLR 2021;
+    exact for 1x1 kernels and matrices). ``σ(A)`` is bounded by Gram iteration (Delattre et al.,
+    "Efficient Bound of Lipschitz Constant for Convolutional Layers by Gram Iteration", ICML 2023;
+    ``gram_iteration_on_matrix`` in github.com/blaisedelattre/lip4conv ``bounds.py``): with
+    ``G = AᵀA``, ``σ(A)² = λ_max(G) ≤ ‖G^(2^j)‖_F^(1/2^j)`` for any ``j``, the excess at most
+    ``rank^(1/2^(j+1))`` and far less unless the top singular values are equal. Each squaring is
+    normalized by its Frobenius norm, the scale kept as a log, so float32 neither overflows nor
+    underflows.
+    """
+    a = tf.reshape(kernel, (-1, kernel.shape[-1]))
+    if a.shape[0] < a.shape[1]:
+        a = tf.transpose(a)
+    taps = math.prod(kernel.shape[:-2]) if len(kernel.shape) > 2 else 1
+    gram = tf.matmul(a, a, transpose_a=True)
+    log_scale = tf.zeros((), gram.dtype)
+    for _ in range(iterations):
+        frobenius = tf.maximum(tf.norm(gram), tf.constant(1e-30, gram.dtype))
+        gram = gram / frobenius
+        log_scale = 2.0 * (log_scale + tf.math.log(frobenius))
+        gram = tf.matmul(gram, gram)
+    power = 2.0 ** (iterations + 1)
+    log_sigma = (tf.math.log(tf.maximum(tf.norm(gram), 1e-30)) + log_scale) / power
+    return math.sqrt(taps) * tf.exp(log_sigma)
+
+
 def exp_series(apply, x, terms: int):
     """``T_K(L)x = Σ_{k≤K} Lᵏx/k!`` with ``apply(v) = Lv`` (``K = terms``), as SOC computes it."""
     out = term = x
