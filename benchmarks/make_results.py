@@ -12,6 +12,15 @@ import sys
 from pathlib import Path
 
 root = Path(__file__).parent
+
+
+def sweep_note() -> str:
+    """What benchmarks/run.sh recorded of its sweep's conditions (``sweep.txt``), so that a later
+    run of this script alone, after adding one run folder, keeps the machine line's note."""
+    note = root / "sweep.txt"
+    return note.read_text().strip() if note.exists() else ""
+
+
 parts = []
 runs = sorted(p.parent for p in root.glob("*/results.json"))
 if runs:
@@ -29,7 +38,7 @@ if runs:
         "Machine: "
         + ", ".join(f"{k} {v}" for k, v in machine.items())
         + ". "
-        + os.environ.get("LIPGAN_BENCH_NOTE", "")
+        + (os.environ.get("LIPGAN_BENCH_NOTE") or sweep_note())
         + " Ratios are measured in the same process with repetitions interleaved across "
         "constraints, median of 5 (min–max given).\n"
     )

@@ -80,7 +80,8 @@ if [ -z "$LIPGAN_BENCH_TRIM" ]; then
 fi
 }
 if [ -z "$LIPGAN_BENCH_TINY" ] && [ "$OUT" = benchmarks ]; then
-  LIPGAN_BENCH_NOTE="Load average when the sweep started: $LOAD." python benchmarks/make_results.py
+  echo "Load average when the sweep started: $LOAD." > benchmarks/sweep.txt
+  python benchmarks/make_results.py
 else
   echo "tiny/other run: results in $OUT; RESULTS.md not rewritten (load at start: $LOAD)"
 fi

@@ -15,8 +15,11 @@ import sys
 from pathlib import Path
 
 root = Path(sys.argv[1] if len(sys.argv) > 1 else "benchmarks")
+#: The full sweep's own groups (benchmarks/run.sh), read first: later groups re-measure some of
+#: these rows for other questions, often under load, and must not replace the sweep's figures.
+SWEEP = ("toy", "dcgan_step", "dcgan_iteration")
 records = []
-for path in sorted(root.glob("*/results.json")):
+for path in sorted(root.glob("*/results.json"), key=lambda p: (p.parent.name not in SWEEP, p)):
     records += [r for r in json.loads(path.read_text())["records"] if r["strategy"] == "default"]
 
 
@@ -25,7 +28,8 @@ DEFAULT_MODE = {"toy": "xla", "dcgan": "function"}
 
 
 def find(model, constraint, measurement, mode):
-    """The first default-strategy record with these keys (run folders in name order), or None."""
+    """The first default-strategy record with these keys (:data:`SWEEP`'s folders first, then the
+    others in name order), or None."""
     return next(
         (
             r
