@@ -206,3 +206,20 @@ def test_bench_defaults_to_what_lipgan_run_does(tmp_path):
         assert r["mode"] == "auto"
         assert r["resolved_mode"] == ("xla" if xla else "function")
         assert f"| {r['model']} | {r['batch']} | auto → {r['resolved_mode']} |" in table
+
+
+def test_results_md_is_what_make_results_renders():
+    """benchmarks/RESULTS.md is generated from the run folders, ANALYSIS.md and sweep.txt: a hand
+    edit of RESULTS.md would be lost on the next ``python benchmarks/make_results.py`` (it once
+    held ~150 lines of findings that ANALYSIS.md lacked). Edit ANALYSIS.md or a run.txt, then
+    run the script."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "benchmarks" / "make_results.py"
+    spec = importlib.util.spec_from_file_location("make_results", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rendered = module.render()
+    assert "## Findings" in rendered and "## soc_gram" in rendered
+    assert rendered == (path.parent / "RESULTS.md").read_text()
