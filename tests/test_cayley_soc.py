@@ -403,3 +403,7 @@ class TestSOCConformance(ConstraintConformance):
 class TestSOCConformanceConv(TestSOCConformance):
     data_shape = (8, 8, 3)
     critic_factory = conv_critic
+
+
+class TestSOCGramConformanceConv(TestSOCConformanceConv):
+    constraint_kwargs = {"bound": "gram", "downsample": "after"}
