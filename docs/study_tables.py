@@ -1,6 +1,6 @@
 """Print the results tables of docs/study.md ("Results") from the committed study reports.
 
-    python docs/study_tables.py            # ring, grid, the digits studies, budget16k
+    python docs/study_tables.py            # ring, grid, the digits studies, budget16k, soc's scale
 
 Ring and grid: the *At PacGAN4's means* tables of ``studies/tuned/tune.md`` (tuned rows, their EMA
 and the shared config), with the rows of ``studies/tuned-sn-maxmin/tune.md`` and, on the grid,
@@ -62,7 +62,7 @@ DIGITS = [
 
 def digits_table(study: str = "digits") -> str:
     """The digits table of ``studies/<study>/study.json``'s cells (``digits``,
-    ``digits-certified``, ``digits-soc-order``, ``digits-soc-2400``)."""
+    ``digits-certified``, ``digits-soc-order``, ``digits-soc-2400``, ``digits-soc-gram``)."""
     cells = json.loads((STUDIES / study / "study.json").read_text())["cells"]
     by_row: dict[str, list[dict]] = {}
     for cell in cells:
@@ -81,6 +81,40 @@ def digits_table(study: str = "digits") -> str:
         cols.append(f"{1000 * mean_of(timed):.0f}" if timed else "–")
         cols.append(str(len(results)))
         lines.append(f"| {constraint} | " + " | ".join(cols) + " |")
+    return "\n".join(lines)
+
+
+#: Ring/grid columns of a plain study: (metric key, title, scale, digits).
+TOY = [
+    ("modes_covered", "modes", 1.0, 1),
+    ("high_quality_fraction", "high quality %", 100.0, 1),
+    ("reverse_kl", "reverse KL", 1.0, 3),
+]
+
+
+def toy_study_table(study: str, dataset: str) -> str:
+    """``dataset``'s rows of a plain ``lipgan study`` on ring/grid (``toy-soc-gram``): per
+    constraint, each metric's mean [95 % interval] over its finished seeds, with PacGAN4's
+    published means beside them."""
+    cells = json.loads((STUDIES / study / "study.json").read_text())["cells"]
+    by_row: dict[str, list[dict]] = {}
+    for cell in cells:
+        if cell["status"] == "ok" and cell["cell"]["dataset"] == dataset:
+            by_row.setdefault(cell["cell"]["constraint"], []).append(cell)
+    head = ["constraint", *[f"{t}: mean [95 % interval]" for _, t, *_ in TOY], "seeds"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for constraint, results in by_row.items():
+        cols = []
+        for key, _, scale, digits in TOY:
+            values = [r["metrics"][key] for r in results]
+            interval = fmt_interval(bootstrap_interval(values), scale, digits)
+            cols.append(f"{mean_of(values) * scale:.{digits}f} {interval}")
+        lines.append(f"| {constraint} | " + " | ".join(cols) + f" | {len(results)} |")
+    m = MEANS[dataset]
+    lines.append(
+        f"| *PacGAN4 (Lin et al. 2018, Table 1, published means)* | {m['modes_covered']} | "
+        f"{m['high_quality_fraction'] * 100:.1f} | {m['reverse_kl']} | – |"
+    )
     return "\n".join(lines)
 
 
@@ -131,8 +165,10 @@ def main() -> None:
     for dataset in ("ring", "grid"):
         print(f"### {dataset}\n\n{toy_table(dataset)}\n")
     print(f"### digits\n\n{digits_table()}\n")
-    for study in ("digits-certified", "digits-soc-order", "digits-soc-2400"):
+    for study in ("digits-certified", "digits-soc-order", "digits-soc-2400", "digits-soc-gram"):
         print(f"### {study}\n\n{digits_table(study)}\n")
+    for dataset in ("ring", "grid"):
+        print(f"### toy-soc-gram {dataset}\n\n{toy_study_table('toy-soc-gram', dataset)}\n")
     for dataset in ("ring", "grid"):
         print(f"### budget16k {dataset}\n\n{budget_table(dataset)}\n")
 
