@@ -215,6 +215,7 @@ def test_the_docs_results_tables_are_the_committed_reports_tables(monkeypatch):
         study_tables.digits_table("digits-certified"),
         study_tables.digits_table("digits-soc-order"),
         study_tables.digits_table("digits-soc-2400"),
+        study_tables.digits_table("digits-soc-gram"),
         *(
             "\n".join("  " + line for line in study_tables.budget_table(d).splitlines())
             for d in ("ring", "grid")
