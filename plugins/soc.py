@@ -26,8 +26,8 @@ by a stored power iteration (``correction = 0.7``; 5 terms in training, 12 in ev
 that must be kept in sync, and a 5-term series at ``‖L‖ = 0.7`` has gain up to 1 + 1.3e-4 (odd
 ``K`` expand). Here training and evaluation use the same ``terms`` (default 4 at ``norm = 0.5``,
 the fewest the two checks allow there: two thirds of the former default 6's convolutions).
-:meth:`SOCConv2D.operator_norm_bound` certifies ``g_K(ℓ)`` with ``ℓ`` the Hölder bound of the
-effective ``L`` recomputed in float64 (``≤ norm``).
+:meth:`SOCConv2D.operator_norm_bound` certifies ``g_K(ℓ)`` with ``ℓ`` the layer's bound (below) of
+the effective ``L`` recomputed in float64 (``≤ norm``).
 
 **The scale** (``bound``). Hölder's bound is loose for dense random kernels (by about
 sqrt(channels)/2: 5 to 28x the exact norm on the DCGAN critic's convs at initialization), so the
