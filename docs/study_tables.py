@@ -60,23 +60,33 @@ DIGITS = [
 ]
 
 
+def _rows(study: str, dataset: str | None = None) -> dict[str, list[dict]]:
+    """``studies/<study>/study.json``'s finished cells (of ``dataset``, when given) by constraint."""
+    by_row: dict[str, list[dict]] = {}
+    for cell in json.loads((STUDIES / study / "study.json").read_text())["cells"]:
+        if cell["status"] == "ok" and dataset in (None, cell["cell"]["dataset"]):
+            by_row.setdefault(cell["cell"]["constraint"], []).append(cell)
+    return by_row
+
+
+def _interval_columns(results: list[dict], columns) -> list[str]:
+    """``mean [95 % interval]`` over ``results`` of each (metric key, title, scale, digits)."""
+    cols = []
+    for key, _, scale, digits in columns:
+        values = [r["metrics"][key] for r in results]
+        interval = fmt_interval(bootstrap_interval(values), scale, digits)
+        cols.append(f"{mean_of(values) * scale:.{digits}f} {interval}")
+    return cols
+
+
 def digits_table(study: str = "digits") -> str:
     """The digits table of ``studies/<study>/study.json``'s cells (``digits``,
     ``digits-certified``, ``digits-soc-order``, ``digits-soc-2400``, ``digits-soc-gram``)."""
-    cells = json.loads((STUDIES / study / "study.json").read_text())["cells"]
-    by_row: dict[str, list[dict]] = {}
-    for cell in cells:
-        if cell["status"] == "ok":
-            by_row.setdefault(cell["cell"]["constraint"], []).append(cell)
     head = ["constraint", *[f"{t}: mean [95 % interval]" for _, t, *_ in DIGITS]]
     head += ["ms / iteration (mean)", "seeds"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for constraint, results in by_row.items():
-        cols = []
-        for key, _, scale, digits in DIGITS:
-            values = [r["metrics"][key] for r in results]
-            interval = fmt_interval(bootstrap_interval(values), scale, digits)
-            cols.append(f"{mean_of(values) * scale:.{digits}f} {interval}")
+    for constraint, results in _rows(study).items():
+        cols = _interval_columns(results, DIGITS)
         timed = [r["seconds_per_iteration"] for r in results if r.get("seconds_per_iteration")]
         cols.append(f"{1000 * mean_of(timed):.0f}" if timed else "–")
         cols.append(str(len(results)))
@@ -96,19 +106,10 @@ def toy_study_table(study: str, dataset: str) -> str:
     """``dataset``'s rows of a plain ``lipgan study`` on ring/grid (``toy-soc-gram``): per
     constraint, each metric's mean [95 % interval] over its finished seeds, with PacGAN4's
     published means beside them."""
-    cells = json.loads((STUDIES / study / "study.json").read_text())["cells"]
-    by_row: dict[str, list[dict]] = {}
-    for cell in cells:
-        if cell["status"] == "ok" and cell["cell"]["dataset"] == dataset:
-            by_row.setdefault(cell["cell"]["constraint"], []).append(cell)
     head = ["constraint", *[f"{t}: mean [95 % interval]" for _, t, *_ in TOY], "seeds"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for constraint, results in by_row.items():
-        cols = []
-        for key, _, scale, digits in TOY:
-            values = [r["metrics"][key] for r in results]
-            interval = fmt_interval(bootstrap_interval(values), scale, digits)
-            cols.append(f"{mean_of(values) * scale:.{digits}f} {interval}")
+    for constraint, results in _rows(study, dataset).items():
+        cols = _interval_columns(results, TOY)
         lines.append(f"| {constraint} | " + " | ".join(cols) + f" | {len(results)} |")
     m = MEANS[dataset]
     lines.append(
