@@ -113,7 +113,7 @@ DOWNSAMPLE = ("before", "after")
 BOUNDS = {"holder": holder_bound, "gram": gram_bound}
 
 
-def _normalized(skew, norm: float, bound: str = "holder"):
+def _normalized(skew, norm: float, bound: str):
     """``skew`` scaled to ``‖L‖₂ ≤ norm`` by the named bound (:data:`BOUNDS`)."""
     return skew * (norm / tf.maximum(BOUNDS[bound](skew), 1e-30))
 

@@ -314,7 +314,7 @@ def gram_bound(kernel, iterations: int = GRAM_ITERATIONS):
     a = tf.reshape(kernel, (-1, kernel.shape[-1]))
     if a.shape[0] < a.shape[1]:
         a = tf.transpose(a)
-    taps = math.prod(kernel.shape[:-2]) if len(kernel.shape) > 2 else 1
+    taps = math.prod(kernel.shape[:-2])  # 1 for a matrix
     gram = tf.matmul(a, a, transpose_a=True)
     log_scale = tf.zeros((), gram.dtype)
     for _ in range(iterations):
