@@ -17,8 +17,7 @@ norm is the largest ``|T_K(iθ)|`` over ``L``'s eigenvalues ``iθ``, ``|θ| ≤ 
 ``θ² ≤ 8``, so a 4-term SOC layer is certified at 1 (up to the bound's grid margin: 1 + 2.6e-11 at the defaults) while it
 is within ``τ_4(0.5) = 2.8e-4`` of the orthogonal ``exp(L)`` (singular values in
 [0.99989, 1]). Every call rescales ``S`` to ``‖L‖ ≤ norm`` by a rigorous, stateless bound
-(Hölder: ``‖L‖₂ ≤ sqrt(‖L‖₁‖L‖∞)``, the largest absolute kernel row/column sum), so the
-certificate holds whatever training does; the constructor refuses ``terms``/``norm`` whose
+(the scale, below), so the certificate holds whatever training does; the constructor refuses ``terms``/``norm`` whose
 ``g_K(norm) > 1 + 1e-5`` (``lipgan audit``'s threshold for certified) or whose series is more
 than ``τ_K(norm) > 1e-3`` from ``exp(L)`` (no longer a near-isometry: ``T_3`` at 0.5 shrinks
 some directions by 0.24 %). The reference instead divides by the "fantastic four" bound estimated
@@ -29,17 +28,19 @@ the fewest the two checks allow there: two thirds of the former default 6's conv
 :meth:`SOCConv2D.operator_norm_bound` certifies ``g_K(ℓ)`` with ``ℓ`` the layer's bound (below) of
 the effective ``L`` recomputed in float64 (``≤ norm``).
 
-**The scale** (``bound``). Hölder's bound is loose for dense random kernels (by about
-sqrt(channels)/2: 5 to 28x the exact norm on the DCGAN critic's convs at initialization), so the
-reachable rotations are nearer the identity than the reference's. ``bound='gram'`` scales by
-:func:`lipgan.core.orthogonal.gram_bound` instead: ``sqrt(t²)`` times the flattened kernel's
-largest singular value (the reference's "fantastic four" family, of which it is one of the four),
-bounded by Gram iteration rather than estimated by a stored power iteration, so still stateless
-and rigorous; about 2x the exact ``‖L‖`` at initialization, for six ``c×c`` products per layer
-and call (a few % of the DCGAN critic's step, but 2.9x the MLP critic's, whose 512-wide Dense
-layers make them dominate). On digits it lowered the critic's FD from 40.0 to 14.6 over 5 seeds, every seed better
-(docs/study.md, "SOC's scale"). Hölder stays the default for now: a run dir's gin records no
-defaults, and runs trained before the option must rebuild the layer they trained.
+**The scale** (``bound``). The default, ``'gram'``, scales by
+:func:`lipgan.core.orthogonal.gram_bound`: ``sqrt(t²)`` times the flattened kernel's largest
+singular value (the reference's "fantastic four" family, of which it is one of the four), bounded
+by Gram iteration rather than estimated by a stored power iteration, so stateless and rigorous;
+about 2x the exact ``‖L‖`` at initialization, for six ``c×c`` products per layer and call (a few
+% of the DCGAN critic's step, but 2.9x the MLP critic's, whose 512-wide Dense layers make them
+dominate). ``bound='holder'`` (``‖L‖₂ ≤ sqrt(‖L‖₁‖L‖∞)``, the largest absolute kernel row/column
+sum; the only scale before 2026-12-07, and what a run recorded before then is rebuilt with:
+:attr:`SOC.unrecorded_defaults`) is cheap but loose for dense random kernels (by about
+sqrt(channels)/2: 5 to 28x the exact norm on the DCGAN critic's convs at initialization), so
+its rotations stay near the identity. On digits the Gram scale lowered the critic's FD from
+40.0 to 14.6 over 5 seeds, every seed better, and on the ring it raised high-quality samples
+from 85.8 % to 91.9 % (docs/study.md, "SOC's scale").
 
 **Cost.** ``K`` convolutions per layer and call, the reference's count (a Horner form needs as
 many: a degree-``K`` polynomial of ``L`` applied to ``x`` takes ``K`` applications of ``L``). The
@@ -107,9 +108,9 @@ MAX_SERIES_ERROR = 1e-3
 #: Where a strided conv's invertible downsampling goes: before the series (the reference's order,
 #: the default) or after it (at the input's resolution, s² times fewer multiply-adds).
 DOWNSAMPLE = ("before", "after")
-#: The stateless upper bounds on ``‖L‖₂`` a layer may scale by: Hölder's (the default) or the
-#: flattened kernel's norm by Gram iteration (tighter: rotations 2.6 to 14x larger at init on the
-#: DCGAN critic, 10x on the MLP critic's 512-wide Dense layers).
+#: The stateless upper bounds on ``‖L‖₂`` a layer may scale by: the flattened kernel's norm by
+#: Gram iteration (the default) or Hölder's (cheaper, looser: rotations 2.6 to 14x smaller at init
+#: on the DCGAN critic, 10x on the MLP critic's 512-wide Dense layers).
 BOUNDS = {"holder": holder_bound, "gram": gram_bound}
 
 
@@ -143,7 +144,7 @@ class _SOCLayer(KernelReparametrization):
         terms: int = 4,
         norm: float = 0.5,
         downsample: str = "before",
-        bound: str = "holder",
+        bound: str = "gram",
         **kwargs,
     ):
         super().__init__(layer, **kwargs)
@@ -163,6 +164,11 @@ class _SOCLayer(KernelReparametrization):
     def lipschitz_bound(self) -> float | None:
         """:meth:`operator_norm_bound` times the activation's constant."""
         return layer_bound(self.operator_norm_bound(), self.layer.activation)
+
+    @classmethod
+    def from_config(cls, config):
+        # A layer saved before ``bound`` existed scaled by Hölder's bound (SOC.unrecorded_defaults).
+        return super().from_config({**SOC.unrecorded_defaults, **config})
 
     def get_config(self):
         return {
@@ -274,9 +280,9 @@ class SOC(OrthogonalConstruction):
             strided conv's series at the input's resolution and downsamples its result (``s²``
             times fewer multiply-adds, and a critic that learnt worse per iteration on digits:
             module docstring; :func:`full_resolution_channels` says when it applies).
-        bound: the stateless bound on ``‖L‖`` each call scales by: ``'holder'`` (the default) or
-            ``'gram'``, the flattened kernel's norm by Gram iteration, tighter, so that ``L`` may
-            reach rotations 2.6 to 14x larger (module docstring, "The scale").
+        bound: the stateless bound on ``‖L‖`` each call scales by: ``'gram'`` (the default), the
+            flattened kernel's norm by Gram iteration, or ``'holder'``, cheaper and looser, so
+            that ``L`` stays at rotations 2.6 to 14x smaller (module docstring, "The scale").
 
     Raises:
         ConfigError: ``terms < 1``, ``norm <= 0``, a certified gain ``g_K(norm) > 1 + 1e-5`` or a
@@ -287,13 +293,16 @@ class SOC(OrthogonalConstruction):
     name = "soc"
     #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.core.search_space`).
     search_space = dict(ADAM)
+    #: What a run recorded before each argument existed was trained with (Hölder's scale; the
+    #: reference's order): rebuilding or resuming it keeps that layer.
+    unrecorded_defaults = {"bound": "holder", "downsample": "before"}
     description = (
         "Skew orthogonal convolutions (Singla & Feizi 2021): exp of a skew-symmetric conv by a "
         "truncated Taylor series, its truncation error in the certified bound; Dense too."
     )
 
     def __init__(
-        self, terms: int = 4, norm: float = 0.5, downsample: str = "before", bound: str = "holder"
+        self, terms: int = 4, norm: float = 0.5, downsample: str = "before", bound: str = "gram"
     ):
         if int(terms) < 1 or not float(norm) > 0:
             raise ConfigError(f"soc.terms must be >= 1 and soc.norm > 0, got {terms} and {norm}")

@@ -168,6 +168,8 @@ def _resume(run_dir, gin_files, bindings, strategy_name, force, quiet, disabled,
 
         return call(resume_python, mock_data)
     discovery = discover(disabled)
+    # The constraint's arguments its config left to a default that has changed since: as trained.
+    bindings = [*recorded.default_pins(run_record, discovery.registry), *bindings]
     if gin_files:
         parse(discovery, gin_files, bindings, strategy_name)
     else:

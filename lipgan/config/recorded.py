@@ -2,8 +2,9 @@
 
 What ``eval``, ``audit``, ``sample`` and ``run --resume`` need of a run dir, whose one record
 (``run.json``) :mod:`lipgan.run.rebuild` reads. A run made by ``lipgan run`` recorded its gin
-config (:class:`lipgan.config.gin_binding.GinRecord`), parsed again here with the command's
-``--bind`` after it (:func:`parse_text`); a run made in Python recorded its spec, rebuilt by
+config (:class:`lipgan.config.gin_binding.GinRecord`), parsed again here with the constraint's
+arguments that have a new default since pinned to their recorded values (:func:`default_pins`) and
+the command's ``--bind`` after them (:func:`parse_text`); a run made in Python recorded its spec, rebuilt by
 :meth:`lipgan.run.spec.RunSpec.from_json` with the ``--bind`` strings read by gin's own grammar
 (:func:`binding_values`), so ``--bind`` has one grammar either way. :func:`bindings_of` reads a
 config as gin writes it (``lipgan config show --json``). Kept apart from
@@ -13,6 +14,7 @@ module builds on.
 
 from __future__ import annotations
 
+import inspect
 import re
 import tokenize
 
@@ -86,7 +88,8 @@ def rebuild_trainer(run_dir, registry: Registry, *, bound=(), **options):
     run_record = rebuild.read(run_dir)
     text = rebuild.gin_config(run_record)
     if text is not None:
-        parse_text(text, [*bound, "train.strategy = @default()"], registry)
+        pins = default_pins(run_record, registry)
+        parse_text(text, [*pins, *bound, "train.strategy = @default()"], registry)
         return build_trainer(), int(bound_steps())
     from lipgan.run.spec import RunSpec
     from lipgan.run.trainer import Trainer
@@ -94,6 +97,40 @@ def rebuild_trainer(run_dir, registry: Registry, *, bound=(), **options):
     values = binding_values(bound, registry)
     spec, steps = RunSpec.from_json(run_record, run_dir, registry, bound=values, **options)
     return Trainer.from_spec(spec), steps
+
+
+def default_pins(run_record: dict, registry: Registry) -> list[str]:
+    """``["soc.bound = 'holder'"]``: bindings that keep a recorded run's constraint the one it
+    trained with, where its gin config left an argument to a default that has since changed.
+
+    A gin config records only what it bound; the record's ``rebuild`` section holds every argument
+    of the constraint, defaults included, and :attr:`lipgan.core.named.Named.unrecorded_defaults`
+    says what an argument the record predates meant. Parsed before the command's ``--bind``, so a
+    user may still bind another value (``lipgan eval`` of the same weights under another
+    setting); resume then refuses the difference as for any setting. Only scalar arguments whose
+    current default is a scalar are pinned: an object argument was bound by the config itself.
+    """
+    entry = (run_record.get("rebuild") or {}).get("constraint") or {}
+    name, arguments = entry.get("name"), entry.get("arguments")
+    if not name or not isinstance(arguments, dict):
+        return []
+    try:
+        cls = registry.get("constraint", name)
+    except ConfigError:
+        return []  # the recorded config names it too: parsing it says what is missing
+    parameters = inspect.signature(cls.__init__).parameters
+    pins = []
+    for key, value in {**cls.unrecorded_defaults, **arguments}.items():
+        parameter = parameters.get(key)
+        if parameter is None or parameter.default is inspect.Parameter.empty:
+            continue
+        if _scalar(parameter.default) and _scalar(value) and value != parameter.default:
+            pins.append(f"{name}.{key} = {value!r}")
+    return pins
+
+
+def _scalar(value) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
 
 
 def bound_steps() -> int:

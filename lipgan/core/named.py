@@ -21,6 +21,13 @@ class Named:
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    #: ``{argument: value}``: what each argument that a plugin gained later meant before it existed
+    #: (SOC's ``bound`` was ``'holder'``). A run dir's record holds every argument with its
+    #: default, except those its lipgan did not have yet: rebuilding or resuming such a run reads
+    #: the absent argument as this value, never as today's default, so an old run's critic stays
+    #: the function it trained (:func:`lipgan.run.settings.unrecorded_defaults`). Add an entry
+    #: whenever you add an argument whose default changes what a step computes.
+    unrecorded_defaults: ClassVar[dict[str, Any]] = {}
 
     def __new__(cls, *args, **kwargs):
         self = super().__new__(cls)

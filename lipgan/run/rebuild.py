@@ -184,8 +184,8 @@ def _plugin_instance(described: dict, kind: str, registry):
         )
     if entry["arguments"] is None:
         raise ConfigError(f"the run's {kind} {entry['name']} has no recorded arguments")
-    try:
-        return cls(**entry["arguments"])
+    try:  # an argument the record predates means what it meant then (Named.unrecorded_defaults)
+        return cls(**{**cls.unrecorded_defaults, **entry["arguments"]})
     except TypeError as exc:  # arguments its constructor does not take: a damaged record
         raise ConfigError(
             f"the run's {kind} {entry['name']} cannot be made from its recorded arguments "

@@ -152,8 +152,13 @@ class RunSpec:
         return cls(**arguments), steps
 
     def differences(self, other: dict, built) -> list[str]:
-        """:func:`differences` of a recorded ``settings`` section and this spec's."""
-        return settings_differences(other, self.settings(built))
+        """:func:`settings_differences` of a recorded ``settings`` section and this spec's."""
+        return settings_differences(other, self.settings(built), self.plugin_classes())
+
+    def plugin_classes(self) -> dict:
+        """``{'constraint': SOC, 'strategy': Default}``: the classes of this spec's plugins (what
+        :func:`settings_differences` reads an older record's missing arguments by)."""
+        return {"constraint": type(self.constraint), "strategy": type(self.strategy)}
 
 
 # -- the comparison of two runs' settings ----------------------------------------------------------
@@ -183,17 +188,41 @@ def at_today_paths(value):
     return value
 
 
-def settings_differences(old: dict, new: dict) -> list[str]:
+def settings_differences(old: dict, new: dict, plugins: dict | None = None) -> list[str]:
     """The one comparison of two runs' recorded settings (:func:`lipgan.core.compare.differences`):
     :data:`RESUMABLE` ignored, a field a record predates read as its default, the
-    :data:`OPTIONAL` ones only where both hold them, a class that moved read at its new path."""
+    :data:`OPTIONAL` ones only where both hold them, a class that moved read at its new path.
+
+    ``plugins`` (``{'constraint': SOC, ...}``, the new run's plugin classes): an argument the
+    old record predates is read as the class's ``unrecorded_defaults`` value
+    (:func:`unrecorded_settings`), so adding an argument to a plugin does not stop its older
+    runs from resuming, and a changed default is still a difference.
+    """
+    defaults = dict(spec_fields.defaults(RunSpec))
+    for field, cls in (plugins or {}).items():
+        defaults.update(unrecorded_settings(field, cls, old, new))
     return differences(
         at_today_paths(old),
         at_today_paths(new),
         ignore=RESUMABLE,
-        defaults=spec_fields.defaults(RunSpec),
+        defaults=defaults,
         optional=OPTIONAL,
     )
+
+
+def unrecorded_settings(field: str, cls, old: dict, new: dict) -> dict:
+    """``{'constraint.bound': 'holder'}``: the dotted settings keys of ``cls.unrecorded_defaults``
+    (:class:`lipgan.core.named.Named`) when the old record's ``field`` is that plugin; ``{}``
+    otherwise. A key sits where the new settings show it (a public attribute, or under
+    ``arguments``: :func:`lipgan.run.settings.plugin_settings`)."""
+    unrecorded = getattr(cls, "unrecorded_defaults", None) or {}
+    if not unrecorded or (old.get(field) or {}).get("class") != getattr(cls, "name", None):
+        return {}
+    shown = new.get(field) or {}
+    return {
+        f"{field}.{key}" if key in shown else f"{field}.arguments.{key}": value
+        for key, value in unrecorded.items()
+    }
 
 
 def settings_digest(settings: dict) -> str:

@@ -290,7 +290,7 @@ class Trainer:
             evaluate=self.evaluate,
             render=self.render,
             describe=lambda path, warn: description.describe(path, self, steps, warn),
-            differences=settings_differences,
+            differences=lambda old, new: settings_differences(old, new, self.spec.plugin_classes()),
             digest=settings_digest,
             callbacks=callbacks,
         )

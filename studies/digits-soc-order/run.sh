@@ -8,6 +8,7 @@
 #   LIPGAN_TREE=/path/to/a/checkout runs that tree's code (a snapshot, so that editing the work
 #   tree does not change the code of runs still to start).
 set -eu
+needs_snapshot="its soc rows are Hoelder's scale, soc's default before 2026-12-07: set LIPGAN_TREE to a checkout of 5ad24bb (or of any commit before the change)"
 . studies/snapshot.sh  # TF_CPP_MIN_LOG_LEVEL, and LIPGAN_TREE (a snapshot of the code)
 maxmin=dcgan_critic.activation=maxmin
 exec nice -n 10 lipgan study --dataset digits --seeds 5 --steps 800 \

@@ -18,6 +18,7 @@
 #   the spec, which a resume then refuses ("holds another spec"): block it for this study, e.g.
 #   LIPGAN_DISABLE_PLUGINS=max_gradient_norm when examples/lipgan-example-plugin is installed.
 set -eu
+needs_snapshot="its soc rows are Hoelder's scale, soc's default before 2026-12-07: set LIPGAN_TREE to a checkout of ef34b9c"
 . studies/snapshot.sh  # TF_CPP_MIN_LOG_LEVEL, and LIPGAN_TREE (a snapshot of the code)
 exec nice -n 15 lipgan tune --configs 20 --search halving --eta 3 --rungs 3 --search-seeds 2 \
   --seeds 10 --ema-decays 0.999,0.99,0.9999 \
