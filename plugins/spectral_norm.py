@@ -88,6 +88,8 @@ class SpectralNorm(Constraint):
     name = "spectral_norm"
     #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.core.search_space`).
     search_space = dict(ADAM)
+    #: Runs recorded before ``output_scale`` existed (2026-12-06) trained the unscaled critic.
+    unrecorded_defaults = {"output_scale": 1.0}
     description = (
         "Divide every Dense/Conv kernel by its spectral norm (SN-GAN, Miyato et al. 2018)."
     )

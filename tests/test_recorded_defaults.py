@@ -66,6 +66,18 @@ def test_an_argument_the_record_predates_compares_as_its_unrecorded_default():
     assert run_spec.unrecorded_settings("constraint", SOC, other, new) == {}
 
 
+def test_every_argument_added_since_run_json_has_its_unrecorded_default():
+    """run.json (94c9519, 2026-12-05) records every argument; those added to a built-in
+    constraint after it, and what a run before them trained (found with ``git log -S``)."""
+    from lipgan_plugins.spectral_norm import SpectralNorm
+
+    assert SOC.unrecorded_defaults == {"bound": "holder", "downsample": "before"}
+    assert SpectralNorm.unrecorded_defaults == {"output_scale": 1.0}
+    old = {"constraint": {"class": "spectral_norm", "power_iterations": 1, "arguments": {}}}
+    new = {"constraint": {**old["constraint"], "output_scale": 1.0}}
+    assert run_spec.settings_differences(old, new, {"constraint": SpectralNorm}) == []
+
+
 @pytest.fixture(scope="module")
 def holder_era_run(tmp_path_factory):
     """A ``lipgan run`` of SOC trained while Hölder's scale was the default (the default moved
