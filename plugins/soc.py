@@ -39,8 +39,9 @@ sum; the only scale before 2026-12-07, and what a run recorded before then is re
 :attr:`SOC.unrecorded_defaults`) is cheap but loose for dense random kernels (by about
 sqrt(channels)/2: 5 to 28x the exact norm on the DCGAN critic's convs at initialization), so
 its rotations stay near the identity. On digits the Gram scale lowered the critic's FD from
-40.0 to 14.6 over 5 seeds, every seed better, and on the ring it raised high-quality samples
-from 85.8 % to 91.9 % (docs/study.md, "SOC's scale").
+40.0 to 14.6 over 5 seeds, every seed better; on the ring it raised high-quality samples from
+85.8 % to 91.9 %, and on the grid from 17.3 % (two of three seeds collapsed) to 83.3 % (3 seeds
+each; docs/study.md, "SOC's scale").
 
 **Cost.** ``K`` convolutions per layer and call, the reference's count (a Horner form needs as
 many: a degree-``K`` polynomial of ``L`` applied to ``x`` takes ``K`` applications of ``L``). The
