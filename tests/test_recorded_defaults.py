@@ -25,19 +25,18 @@ from lipgan.run.spec import RunSpec
 from lipgan_plugins.soc import SOC
 from tests.helpers import invoke, run_record
 
+#: ``lipgan run`` bindings of a 2-iteration SOC run on the embedded toy config, width 8.
 TINY = [
-    "--bind",
-    "train.constraint=@soc()",
-    "--bind",
-    "train.steps=2",
-    "--bind",
-    "train.global_batch_size=16",
-    "--bind",
-    "mlp_critic.width=8",
-    "--bind",
-    "mlp_generator.width=8",
-    "--bind",
-    "train.checkpoint_every=2",
+    argument
+    for binding in (
+        "train.constraint=@soc()",
+        "train.steps=2",
+        "train.global_batch_size=16",
+        "mlp_critic.width=8",
+        "mlp_generator.width=8",
+        "train.checkpoint_every=2",
+    )
+    for argument in ("--bind", binding)
 ]
 
 
