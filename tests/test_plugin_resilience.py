@@ -174,6 +174,14 @@ def test_cli_plugins_json_reports_plugins_failures_and_blocked(tmp_path):
     )
     assert plugins["fake_good"]["hooks"] == ["lipgan_register_constraints"]
     assert plugins["mirrored"]["hooks"] == ["lipgan_register_strategies"]
+    # a constraint's and a strategy's gin parameters, with their defaults
+    assert plugins["soc"]["parameters"]["bound"] == {"default": "gram"}
+    assert plugins["soc"]["unrecorded_defaults"] == {"bound": "holder", "downsample": "before"}
+    assert plugins["mirrored"]["parameters"] == {
+        "logical_cpus": {"default": None},
+        "devices": {"default": None},
+    }
+    assert plugins["none"]["parameters"] == {} and "parameters" not in plugins["ray"]
     failed = {f["plugin"]: f for f in payload["failed"]}
     assert failed["broken"]["source"] == "lipgan-broken 0.1"
     assert "ImportError" in failed["broken"]["error"]

@@ -58,7 +58,27 @@ class Registration:
             **_distribution(self.source),
             "class": self.qualified_class(),
             "description": doc,
+            **(_gin_parameters(self.cls) if self.kind in GIN_KINDS else {}),
         }
+
+
+def _gin_parameters(cls) -> dict:
+    """``{"parameters": {"terms": {"default": 4}, ...}, "unrecorded_defaults": {...}}``: the gin
+    parameters of a constraint or strategy class (its constructor's keyword arguments, a parameter
+    without a default as ``{"required": true}``, a default that is not plain JSON by its repr) and
+    what an argument meant in runs recorded before it existed (:class:`lipgan.core.named.Named`)."""
+    parameters = {}
+    for name, parameter in list(inspect.signature(cls.__init__).parameters.items())[1:]:
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        default = parameter.default
+        if default is parameter.empty:
+            parameters[name] = {"required": True}
+        elif default is None or isinstance(default, (bool, int, float, str)):
+            parameters[name] = {"default": default}
+        else:
+            parameters[name] = {"default": repr(default)}
+    return {"parameters": parameters, "unrecorded_defaults": dict(cls.unrecorded_defaults)}
 
 
 def _distribution(source: str) -> dict:
