@@ -1,0 +1,90 @@
+"""Where the Gram scale's cost goes on one SOC Dense layer (exploratory; benchmarks/ANALYSIS.md,
+"SOC's scale"): a 512x512 skew layer, 4 Taylor terms, batch 256, forward and weight gradient
+under XLA, scaled by Hoelder's bound, by the Gram bound (lipgan.core.orthogonal.gram_bound) with
+its exact gradient, by its value with no gradient, and by its value with the gradient of
+sigma_1 alone (||A v|| at a top right singular vector v read off a 3-squaring Gram iterate: the
+reference SOC's ``sigma = sum(W * u * v)``). The last two have the same forward value as "gram",
+so the layer computes the same function; only training's gradient differs. Interleaved, median
+of 9 x 10 calls.
+
+    python benchmarks/gram_gradient/ab.py
+"""
+
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from lipgan.core.orthogonal import gram_bound
+
+N, BATCH, TERMS = 512, 256, 4
+weights = tf.Variable(tf.random.normal((N, N)) / np.sqrt(N))
+inputs = tf.random.normal((BATCH, N))
+
+
+def skew(w):
+    return w - tf.transpose(w)
+
+
+def holder(matrix):
+    rows = tf.reduce_max(tf.reduce_sum(tf.abs(matrix), 0))
+    return tf.sqrt(rows * tf.reduce_max(tf.reduce_sum(tf.abs(matrix), 1)))
+
+
+def gram_value_sigma1_gradient(matrix):
+    value = tf.stop_gradient(gram_bound(matrix))
+    frozen = tf.stop_gradient(matrix)
+    gram = tf.matmul(frozen, frozen, transpose_a=True)
+    for _ in range(3):
+        gram = gram / tf.norm(gram)
+        gram = tf.matmul(gram, gram)
+    v = tf.linalg.matvec(gram, tf.ones((N,)))
+    sigma = tf.norm(tf.linalg.matvec(matrix, v / tf.norm(v)))
+    return value * sigma / tf.stop_gradient(sigma)  # the value is gram_bound's, exactly
+
+
+BOUNDS = {
+    "holder": holder,
+    "gram": gram_bound,
+    "gram, no gradient": lambda m: tf.stop_gradient(gram_bound(m)),
+    "gram, sigma_1 gradient": gram_value_sigma1_gradient,
+}
+
+
+def step(bound):
+    def run():
+        with tf.GradientTape() as tape:
+            operator = skew(weights)
+            operator = operator * (0.5 / bound(operator))
+            term, out = inputs, inputs
+            for k in range(1, TERMS + 1):
+                term = tf.matmul(term, operator) / k
+                out = out + term
+            loss = tf.reduce_sum(out**2)
+        return tape.gradient(loss, weights)
+
+    return tf.function(run, jit_compile=True, autograph=False)
+
+
+def main():
+    steps = {name: step(bound) for name, bound in BOUNDS.items()}
+    for run in steps.values():
+        run()
+    times = {name: [] for name in steps}
+    for _ in range(9):
+        for name, run in steps.items():
+            start = time.perf_counter()
+            for _ in range(10):
+                gradient = run()
+            gradient.numpy()
+            times[name].append((time.perf_counter() - start) / 10)
+    base = np.median(times["holder"])
+    for name, seen in times.items():
+        median = np.median(seen)
+        print(
+            f"{name:24s} {1000 * median:7.2f} ms  (min {1000 * min(seen):.2f})  {median / base:.2f}x holder"
+        )
+
+
+if __name__ == "__main__":
+    main()
