@@ -75,6 +75,7 @@ normalized last layer.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import keras
@@ -110,9 +111,15 @@ MAX_SERIES_ERROR = 1e-3
 #: the default) or after it (at the input's resolution, s² times fewer multiply-adds).
 DOWNSAMPLE = ("before", "after")
 #: The stateless upper bounds on ``‖L‖₂`` a layer may scale by: the flattened kernel's norm by
-#: Gram iteration (the default) or Hölder's (cheaper, looser: rotations 2.6 to 14x smaller at init
-#: on the DCGAN critic, 10x on the MLP critic's 512-wide Dense layers).
-BOUNDS = {"holder": holder_bound, "gram": gram_bound}
+#: Gram iteration (the default), the same value trained with the gradient of ``σ`` alone
+#: (``'gram_top'``: the same layer, a cheaper backward pass; the reference's gradient), or
+#: Hölder's (cheaper, looser: rotations 2.6 to 14x smaller at init on the DCGAN critic, 10x on
+#: the MLP critic's 512-wide Dense layers).
+BOUNDS = {
+    "holder": holder_bound,
+    "gram": gram_bound,
+    "gram_top": functools.partial(gram_bound, top_gradient=True),
+}
 
 
 def _normalized(skew, norm: float, bound: str):
@@ -282,8 +289,11 @@ class SOC(OrthogonalConstruction):
             times fewer multiply-adds, and a critic that learnt worse per iteration on digits:
             module docstring; :func:`full_resolution_channels` says when it applies).
         bound: the stateless bound on ``‖L‖`` each call scales by: ``'gram'`` (the default), the
-            flattened kernel's norm by Gram iteration, or ``'holder'``, cheaper and looser, so
-            that ``L`` stays at rotations 2.6 to 14x smaller (module docstring, "The scale").
+            flattened kernel's norm by Gram iteration; ``'gram_top'``, the same value (the same
+            layer) trained with the gradient of ``σ`` alone, which skips the backward pass
+            through the iteration (not yet measured for learning; benchmarks/ANALYSIS.md, "SOC's
+            scale"); or ``'holder'``, cheaper and looser, so that ``L`` stays at rotations 2.6
+            to 14x smaller (module docstring, "The scale").
 
     Raises:
         ConfigError: ``terms < 1``, ``norm <= 0``, a certified gain ``g_K(norm) > 1 + 1e-5`` or a

@@ -123,6 +123,50 @@ def test_gram_bound_is_above_the_exact_norm_and_near_the_flattened_one(seed):
         assert bound >= flat * (1 - tol)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_gram_top_is_the_gram_bound_exactly_with_the_top_singular_gradient(seed):
+    """``top_gradient``: the same value bit for bit, and the gradient ``value/σ₁·u₁v₁ᵀ`` of a
+    matrix whose top singular value is twice the next (so ``σ₁``'s gradient is defined), which
+    the exact bound's gradient matches there too."""
+    rng = np.random.default_rng(seed)
+    rows, cols = (int(v) for v in rng.integers(3, 30, 2))
+    k = min(rows, cols)
+    u = np.linalg.qr(rng.standard_normal((rows, rows)))[0][:, :k]
+    v = np.linalg.qr(rng.standard_normal((cols, cols)))[0][:, :k]
+    s = np.sort(rng.uniform(0.1, 1.0, k))[::-1]
+    s[0] = 2.0 * s[1] if k > 1 else s[0]
+    matrix = (u * s) @ v.T
+    for dtype, tol in ((tf.float64, 1e-10), (tf.float32, 2e-4)):
+        variable = tf.Variable(matrix, dtype=dtype)
+        values, gradients = [], []
+        for top in (False, True):
+            with tf.GradientTape() as tape:
+                value = gram_bound(variable, top_gradient=top)
+            values.append(value.numpy())
+            gradients.append(tape.gradient(value, variable).numpy())
+        assert values[1] == values[0]
+        expected = values[1] / s[0] * np.outer(u[:, 0], v[:, 0])
+        np.testing.assert_allclose(gradients[1], expected, atol=tol)
+        np.testing.assert_allclose(gradients[0], expected, atol=tol)
+
+
+def test_soc_gram_top_is_the_same_layer_as_gram():
+    """``bound='gram_top'`` changes training's gradient only: the same weights give the same
+    outputs, bit for bit, dense and convolutional."""
+    for make, shape in (
+        (lambda b: SOCDense(keras.layers.Dense(8), bound=b), (4, 8)),
+        (lambda b: SOCConv2D(keras.layers.Conv2D(8, 3, 2, "same"), bound=b), (2, 8, 8, 4)),
+    ):
+        layers = [make(b) for b in ("gram", "gram_top")]
+        x = tf.random.stateless_normal(shape, seed=[1, 2])
+        for layer in layers:
+            layer.build(x.shape)
+        for w, w_top in zip(layers[0].weights, layers[1].weights, strict=True):
+            w_top.assign(w)
+        np.testing.assert_array_equal(layers[0](x).numpy(), layers[1](x).numpy())
+        assert layers[0].operator_norm_bound() == layers[1].operator_norm_bound()
+
+
 def test_soc_gram_scale_reaches_half_of_norm_where_holder_reaches_a_twentieth():
     """The DCGAN critic's 256-channel conv at initialization: the exact ``‖L‖`` (explicit operator
     on 4x4 images, polyphase grid of 8x8 inputs) as a fraction of ``norm``."""
@@ -304,7 +348,9 @@ def test_soc_refuses_a_truncation_it_cannot_certify_and_other_layers():
         ConfigError, match="soc.downsample must be one of 'before', 'after', got 'late'"
     ):
         SOC(downsample="late")
-    with pytest.raises(ConfigError, match="soc.bound must be one of 'holder', 'gram', got 'dft'"):
+    with pytest.raises(
+        ConfigError, match="soc.bound must be one of 'holder', 'gram', 'gram_top', got 'dft'"
+    ):
         SOC(bound="dft")
     for constraint in (SOC(), Cayley()):
         one_d = keras.Sequential([keras.Input((8, 2)), keras.layers.Conv1D(2, 3)])
@@ -326,7 +372,9 @@ CRITICS = {
 
 @pytest.mark.parametrize("critic", sorted(CRITICS))
 @pytest.mark.parametrize(
-    "constraint", [Cayley(), SOC(), SOC(bound="gram")], ids=["cayley", "soc", "soc-gram"]
+    "constraint",
+    [Cayley(), SOC(), SOC(bound="holder"), SOC(bound="gram_top")],
+    ids=["cayley", "soc", "soc-holder", "soc-gram-top"],
 )
 def test_the_audit_certifies_the_shipped_critics_and_gradients_flow(constraint, critic):
     from lipgan.metrics import audit
@@ -365,7 +413,11 @@ def test_the_resnet_critic_averages_its_residuals_and_is_certified(constraint):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("critic", sorted(CRITICS))
-@pytest.mark.parametrize("constraint", [Cayley(), SOC()], ids=["cayley", "soc"])
+@pytest.mark.parametrize(
+    "constraint",
+    [Cayley(), SOC(), SOC(bound="gram_top")],
+    ids=["cayley", "soc", "soc-gram-top"],
+)
 def test_critic_and_its_gradients_are_the_same_under_xla(constraint, critic):
     factory, shape = CRITICS[critic]
     keras.utils.set_random_seed(0)
@@ -394,7 +446,7 @@ class TestCayleyConformanceConv(TestCayleyConformance):
 
 class TestSOCConformance(ConstraintConformance):
     constraint_class = SOC
-    constraint_kwargs = {"terms": 8, "norm": 1.0}
+    constraint_kwargs = {"terms": 8, "norm": 1.0, "bound": "holder"}
 
     def test_replica_invariance(self):
         assert "soc" in _builtins()

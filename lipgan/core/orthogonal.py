@@ -294,7 +294,7 @@ def holder_bound(kernel):
 GRAM_ITERATIONS = 5
 
 
-def gram_bound(kernel, iterations: int = GRAM_ITERATIONS):
+def gram_bound(kernel, iterations: int = GRAM_ITERATIONS, top_gradient: bool = False):
     """``≥ ‖L‖₂`` for the convolution (or, for a 2-D ``kernel``, the matrix) ``L``: ``sqrt(taps)``
     times an upper bound on the largest singular value of the kernel flattened to
     ``[taps·c_in, c_out]``; differentiable, stateless and rigorous, and about 2x the exact norm
@@ -310,12 +310,21 @@ def gram_bound(kernel, iterations: int = GRAM_ITERATIONS):
     ``rank^(1/2^(j+1))`` and far less unless the top singular values are equal. Each squaring is
     normalized by its Frobenius norm, the scale kept as a log, so float32 neither overflows nor
     underflows.
+
+    ``top_gradient``: the same value, exactly, but differentiated as ``σ(A)`` alone: the
+    iteration runs on the kernel without gradient (about two thirds of its cost on a 512-wide
+    Dense layer is that backward pass, benchmarks/ANALYSIS.md), and the gradient is the bound
+    times that of ``log‖A·v‖`` at a top right singular vector ``v`` read off the last iterate
+    (the column of ``G^(2^j)`` with the largest diagonal entry), as the reference SOC
+    differentiates ``sigma = Σ W·u·v`` at its stored vectors. The layer computes the same
+    function either way; only training's gradient differs.
     """
     a = tf.reshape(kernel, (-1, kernel.shape[-1]))
     if a.shape[0] < a.shape[1]:
         a = tf.transpose(a)
     taps = math.prod(kernel.shape[:-2])  # 1 for a matrix
-    gram = tf.matmul(a, a, transpose_a=True)
+    frozen = tf.stop_gradient(a) if top_gradient else a
+    gram = tf.matmul(frozen, frozen, transpose_a=True)
     log_scale = tf.zeros((), gram.dtype)
     for _ in range(iterations):
         frobenius = tf.maximum(tf.norm(gram), tf.constant(1e-30, gram.dtype))
@@ -324,7 +333,20 @@ def gram_bound(kernel, iterations: int = GRAM_ITERATIONS):
         gram = tf.matmul(gram, gram)
     power = 2.0 ** (iterations + 1)
     log_sigma = (tf.math.log(tf.maximum(tf.norm(gram), 1e-30)) + log_scale) / power
-    return math.sqrt(taps) * tf.exp(log_sigma)
+    value = math.sqrt(taps) * tf.exp(log_sigma)
+    return _with_top_gradient(a, value, gram) if top_gradient else value
+
+
+def _with_top_gradient(a, value, gram):
+    """``value`` (a bound on ``σ(a)`` computed without gradient), exactly, with the gradient of
+    ``value · log‖a·v‖``, ``v`` a top right singular vector of ``a`` read off the last Gram
+    iterate ``gram`` (:func:`gram_bound`): its column with the largest diagonal entry."""
+    top = gram[:, tf.argmax(tf.linalg.diag_part(gram))]
+    v = top / tf.maximum(tf.norm(top), tf.constant(1e-30, top.dtype))
+    image = tf.linalg.matvec(a, v)
+    sigma = tf.sqrt(tf.reduce_sum(image * image) + tf.constant(1e-30, a.dtype))
+    frozen = tf.stop_gradient(sigma)
+    return value + value * (sigma - frozen) / frozen  # sigma - frozen is 0: the value exactly
 
 
 def exp_series(apply, x, terms: int):
