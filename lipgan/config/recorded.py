@@ -29,6 +29,7 @@ from lipgan.config.gin_binding import (
 )
 from lipgan.config.gin_messages import quiet_gin_logging
 from lipgan.core.errors import ConfigError
+from lipgan.core.named import is_scalar
 from lipgan.core.registry import Registry
 
 
@@ -124,13 +125,9 @@ def default_pins(run_record: dict, registry: Registry) -> list[str]:
         parameter = parameters.get(key)
         if parameter is None or parameter.default is inspect.Parameter.empty:
             continue
-        if _scalar(parameter.default) and _scalar(value) and value != parameter.default:
+        if is_scalar(parameter.default) and is_scalar(value) and value != parameter.default:
             pins.append(f"{name}.{key} = {value!r}")
     return pins
-
-
-def _scalar(value) -> bool:
-    return value is None or isinstance(value, (bool, int, float, str))
 
 
 def bound_steps() -> int:

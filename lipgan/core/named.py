@@ -25,7 +25,7 @@ class Named:
     #: (SOC's ``bound`` was ``'holder'``). A run dir's record holds every argument with its
     #: default, except those its lipgan did not have yet: rebuilding or resuming such a run reads
     #: the absent argument as this value, never as today's default, so an old run's critic stays
-    #: the function it trained (:func:`lipgan.run.settings.unrecorded_defaults`). Add an entry
+    #: the function it trained (:func:`lipgan.run.spec.unrecorded_settings`). Add an entry
     #: whenever you add an argument whose default changes what a step computes.
     unrecorded_defaults: ClassVar[dict[str, Any]] = {}
 
@@ -69,12 +69,17 @@ def _bound_arguments(cls, args, kwargs) -> dict[str, Any] | None:
     return out
 
 
+def is_scalar(value) -> bool:
+    """A JSON scalar that gin writes as a literal: ``None``, a bool, a number or a string."""
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def _stable(value):
     """A value as the settings record keeps it: plain data as is, objects by repr without address."""
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if is_scalar(value):
         return value
     if isinstance(value, (list, tuple)):
         return [_stable(v) for v in value]

@@ -18,6 +18,7 @@ from lipgan.core.errors import ConfigError, PluginError
 from lipgan.core.executor import Executor
 from lipgan.core.logger import Logger
 from lipgan.core.metric import Metric
+from lipgan.core.named import is_scalar
 from lipgan.core.strategy import StrategyPlugin
 
 #: Every kind of plugin class, and the base its classes subclass (one hook registers each).
@@ -74,7 +75,7 @@ def _gin_parameters(cls) -> dict:
         default = parameter.default
         if default is parameter.empty:
             parameters[name] = {"required": True}
-        elif default is None or isinstance(default, (bool, int, float, str)):
+        elif is_scalar(default):
             parameters[name] = {"default": default}
         else:
             parameters[name] = {"default": repr(default)}
