@@ -24,37 +24,21 @@ AOL-rescaled (:mod:`lipgan_plugins.aol`), each such Conv2D followed by a CPL con
 """
 
 from lipgan import hookimpl
-from lipgan.core.residual_layers import ResidualConstruction
-from lipgan.core.search_space import ADAM
-from lipgan_plugins.aol import AOL, DeltaOrthogonal
+from lipgan_plugins.aol_residual import AOLResidualConstruction
 
 
-class CPL(ResidualConstruction):
+class CPL(AOLResidualConstruction):
     """Rebuild the critic from CPL residual layers and AOL-rescaled changes of shape (module doc).
 
-    Args:
-        kernel_size: of the CPL conv layer inserted after each strided or width-changing Conv2D
-            (1 by default, for cost: docs/plugins.md, "#### sll").
-
-    Raises:
-        ConfigError: ``kernel_size < 1``; a critic that is not ``keras.Sequential``; a
-            convolution other than Conv2D.
+    Args and errors: :class:`lipgan_plugins.aol_residual.AOLResidualConstruction`.
     """
 
     name = "cpl"
-    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.core.search_space`).
-    search_space = dict(ADAM)
     kind = "cpl"
     description = (
         "Convex potential layers (Meunier et al. 2022): residual x − (2/c)·W·relu(Wᵀx + b) with "
         "c a certified bound on ‖W‖², 1-Lipschitz by construction; AOL for changes of shape."
     )
-
-    def rescaled(self, layer):
-        return AOL().wrap_layer(layer)
-
-    def conv_initializer(self):
-        return DeltaOrthogonal()
 
 
 @hookimpl

@@ -28,37 +28,21 @@ XLA-safe with no sync. ``lipschitz_bound`` recomputes each layer's certificate i
 """
 
 from lipgan import hookimpl
-from lipgan.core.residual_layers import ResidualConstruction
-from lipgan.core.search_space import ADAM
-from lipgan_plugins.aol import AOL, DeltaOrthogonal
+from lipgan_plugins.aol_residual import AOLResidualConstruction
 
 
-class SLL(ResidualConstruction):
+class SLL(AOLResidualConstruction):
     """Rebuild the critic from SLL residual layers and AOL-rescaled changes of shape (module doc).
 
-    Args:
-        kernel_size: of the SLL conv layer inserted after each strided or width-changing Conv2D
-            (1 by default, for cost: docs/plugins.md, "#### sll").
-
-    Raises:
-        ConfigError: ``kernel_size < 1``; a critic that is not ``keras.Sequential``; a
-            convolution other than Conv2D.
+    Args and errors: :class:`lipgan_plugins.aol_residual.AOLResidualConstruction`.
     """
 
     name = "sll"
-    #: ``lipgan tune``'s ranges (compare_gan's; :mod:`lipgan.core.search_space`).
-    search_space = dict(ADAM)
     kind = "sll"
     description = (
         "SDP-based Lipschitz layers (Araujo et al. 2023): residual x − 2W·T⁻¹·relu(Wᵀx + b), "
         "1-Lipschitz by construction; AOL layers for changes of width and stride."
     )
-
-    def rescaled(self, layer):
-        return AOL().wrap_layer(layer)
-
-    def conv_initializer(self):
-        return DeltaOrthogonal()
 
 
 @hookimpl
