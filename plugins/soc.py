@@ -118,7 +118,7 @@ DOWNSAMPLE = ("before", "after")
 BOUNDS = {
     "holder": holder_bound,
     "gram": gram_bound,
-    "gram_top": functools.partial(gram_bound, top_gradient=True),
+    "gram_top": functools.partial(gram_bound, gradient="top"),
 }
 
 

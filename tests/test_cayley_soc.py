@@ -125,7 +125,7 @@ def test_gram_bound_is_above_the_exact_norm_and_near_the_flattened_one(seed):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_gram_top_is_the_gram_bound_exactly_with_the_top_singular_gradient(seed):
-    """``top_gradient``: the same value bit for bit, and the gradient ``value/σ₁·u₁v₁ᵀ`` of a
+    """``gradient='top'``: the same value bit for bit, and the gradient ``value/σ₁·u₁v₁ᵀ`` of a
     matrix whose top singular value is twice the next (so ``σ₁``'s gradient is defined), which
     the exact bound's gradient matches there too."""
     rng = np.random.default_rng(seed)
@@ -139,15 +139,66 @@ def test_gram_top_is_the_gram_bound_exactly_with_the_top_singular_gradient(seed)
     for dtype, tol in ((tf.float64, 1e-10), (tf.float32, 2e-4)):
         variable = tf.Variable(matrix, dtype=dtype)
         values, gradients = [], []
-        for top in (False, True):
+        for how in ("closed_form", "top"):
             with tf.GradientTape() as tape:
-                value = gram_bound(variable, top_gradient=top)
+                value = gram_bound(variable, gradient=how)
             values.append(value.numpy())
             gradients.append(tape.gradient(value, variable).numpy())
         assert values[1] == values[0]
         expected = values[1] / s[0] * np.outer(u[:, 0], v[:, 0])
         np.testing.assert_allclose(gradients[1], expected, atol=tol)
         np.testing.assert_allclose(gradients[0], expected, atol=tol)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_gram_bound_closed_form_gradient_is_the_schatten_norms(seed):
+    """The default ``gradient='closed_form'`` against an SVD and against autodiff through the
+    squarings. After 5 squarings the bound is ``√taps·‖A‖_p``, ``p = 128``, whose gradient is
+    ``√taps·‖A‖_p^(1−p)·U diag(σ^(p−1)) Vᵀ`` for the flattened kernel ``A = U diag(σ) Vᵀ``:
+    matrices and conv kernels of random shapes and scales, with equal top singular values too
+    (where ``σ₁``'s own gradient is undefined and the bound's is not). Same value bit for bit."""
+    rng = np.random.default_rng(seed)
+    scale = 10 ** rng.uniform(-2, 2)
+    if seed % 2:
+        shape = tuple(int(v) for v in rng.integers(1, 4, 2)) + tuple(
+            int(v) for v in rng.integers(1, 7, 2)
+        )
+    else:
+        shape = tuple(int(v) for v in rng.integers(1, 30, 2))
+    kernel = scale * rng.standard_normal(shape)
+    if seed == 4:  # a skew matrix: its singular values come in equal pairs
+        kernel = kernel[:, : shape[0]] if shape[1] >= shape[0] else kernel[: shape[1]]
+        kernel = kernel - kernel.T
+    flat = kernel.reshape(-1, kernel.shape[-1])
+    taps = flat.shape[0] // kernel.shape[-2] if kernel.ndim == 4 else 1
+    u, s, vt = np.linalg.svd(flat, full_matrices=False)
+    p = 2.0 ** (5 + 2)
+    top = s[0]
+    norm_p = top * np.sum((s / top) ** p) ** (1 / p)
+    expected = math.sqrt(taps) * (u * (s / norm_p) ** (p - 1)) @ vt
+    for dtype, tol in ((tf.float64, 1e-9), (tf.float32, 2e-5)):
+        variable = tf.Variable(kernel, dtype=dtype)
+        values, gradients = [], []
+        for how in ("closed_form", "autodiff"):
+            with tf.GradientTape() as tape:
+                value = gram_bound(variable, gradient=how)
+            values.append(value.numpy())
+            gradients.append(tape.gradient(value, variable).numpy().reshape(flat.shape))
+        assert values[0] == values[1]
+        assert values[0] == pytest.approx(math.sqrt(taps) * norm_p, rel=tol)
+        for got in gradients:
+            np.testing.assert_allclose(got, expected, atol=tol * np.abs(expected).max())
+
+
+def test_gram_bound_closed_form_gradient_of_a_zero_kernel_is_zero_and_bad_forms_refused():
+    """A zero kernel (a dead layer) gets a zero gradient, not NaN; an unknown form is refused."""
+    variable = tf.Variable(tf.zeros((3, 3, 4, 4)))
+    with tf.GradientTape() as tape:
+        value = gram_bound(variable)
+    gradient = tape.gradient(value, variable).numpy()
+    assert np.all(gradient == 0)
+    with pytest.raises(ValueError, match="closed_form"):
+        gram_bound(variable, gradient="exact")
 
 
 def test_soc_gram_top_is_the_same_layer_as_gram():

@@ -1,11 +1,12 @@
 """Where the Gram scale's cost goes on one SOC Dense layer (exploratory; benchmarks/ANALYSIS.md,
 "SOC's scale"): a 512x512 skew layer, 4 Taylor terms, batch 256, forward and weight gradient
 under XLA, scaled by Hoelder's bound, by the Gram bound (lipgan.core.orthogonal.gram_bound) with
-its exact gradient, by its value with no gradient, and by its value with the gradient of
-sigma_1 alone (||A v|| at a top right singular vector v read off a 3-squaring Gram iterate: the
-reference SOC's ``sigma = sum(W * u * v)``). The last two have the same forward value as "gram",
-so the layer computes the same function; only training's gradient differs. Interleaved, median
-of 9 x 10 calls.
+its exact gradient (by autodiff through the squarings, and in closed form: the default since
+2026-12-07), by its value with no gradient, and by its value with the gradient of sigma_1 alone
+(gradient="top": ||A v|| at a top right singular vector v read off the last Gram iterate, the
+reference SOC's ``sigma = sum(W * u * v)``; soc.bound='gram_top'). Every "gram" row has the same
+forward value, so the layer computes the same function; only training's gradient differs, and
+the first two differ only by rounding. Interleaved, median of 9 x 10 calls.
 
     python benchmarks/gram_gradient/ab.py
 """
@@ -31,23 +32,12 @@ def holder(matrix):
     return tf.sqrt(rows * tf.reduce_max(tf.reduce_sum(tf.abs(matrix), 1)))
 
 
-def gram_value_sigma1_gradient(matrix):
-    value = tf.stop_gradient(gram_bound(matrix))
-    frozen = tf.stop_gradient(matrix)
-    gram = tf.matmul(frozen, frozen, transpose_a=True)
-    for _ in range(3):
-        gram = gram / tf.norm(gram)
-        gram = tf.matmul(gram, gram)
-    v = tf.linalg.matvec(gram, tf.ones((N,)))
-    sigma = tf.norm(tf.linalg.matvec(matrix, v / tf.norm(v)))
-    return value * sigma / tf.stop_gradient(sigma)  # the value is gram_bound's, exactly
-
-
 BOUNDS = {
     "holder": holder,
-    "gram": gram_bound,
+    "gram, autodiff": lambda m: gram_bound(m, gradient="autodiff"),
+    "gram, closed form": gram_bound,
     "gram, no gradient": lambda m: tf.stop_gradient(gram_bound(m)),
-    "gram, sigma_1 gradient": gram_value_sigma1_gradient,
+    "gram, sigma_1 gradient": lambda m: gram_bound(m, gradient="top"),
 }
 
 

@@ -294,7 +294,11 @@ def holder_bound(kernel):
 GRAM_ITERATIONS = 5
 
 
-def gram_bound(kernel, iterations: int = GRAM_ITERATIONS, top_gradient: bool = False):
+#: How :func:`gram_bound` is differentiated (its value is the same, bit for bit, in each).
+GRAM_GRADIENTS = ("closed_form", "autodiff", "top")
+
+
+def gram_bound(kernel, iterations: int = GRAM_ITERATIONS, gradient: str = "closed_form"):
     """``≥ ‖L‖₂`` for the convolution (or, for a 2-D ``kernel``, the matrix) ``L``: ``sqrt(taps)``
     times an upper bound on the largest singular value of the kernel flattened to
     ``[taps·c_in, c_out]``; differentiable, stateless and rigorous, and about 2x the exact norm
@@ -311,30 +315,71 @@ def gram_bound(kernel, iterations: int = GRAM_ITERATIONS, top_gradient: bool = F
     normalized by its Frobenius norm, the scale kept as a log, so float32 neither overflows nor
     underflows.
 
-    ``top_gradient``: the same value, exactly, but differentiated as ``σ(A)`` alone: the
-    iteration runs on the kernel without gradient (about two thirds of its cost on a 512-wide
-    Dense layer is that backward pass, benchmarks/ANALYSIS.md), and the gradient is the bound
-    times that of ``log‖A·v‖`` at a top right singular vector ``v`` read off the last iterate
-    (the column of ``G^(2^j)`` with the largest diagonal entry), as the reference SOC
-    differentiates ``sigma = Σ W·u·v`` at its stored vectors. The layer computes the same
-    function either way; only training's gradient differs.
+    ``gradient`` (the value is the same, bit for bit, in each; only training's gradient differs):
+
+    * ``'closed_form'`` (the default): the bound's own gradient, computed in closed form. After
+      ``j`` squarings the bound is the Schatten ``p``-norm ``(Σᵢ σᵢᵖ)^(1/p)``, ``p = 2^(j+2)``,
+      whose gradient is ``∝ A·G^(p/2 − 1)``, and ``G^(p/2 − 1) = G·G²·G⁴ ⋯ G^(2^j)`` is the
+      product of the iterates the forward pass already computed: ``j + 1`` products instead of
+      autodiff's two per squaring. The scale is fixed by Euler's relation ``⟨∇f, A⟩ = f``.
+    * ``'autodiff'``: the same gradient by differentiating through the squarings (the form
+      before 2026-12-07; kept for the test and the bench, benchmarks/gram_gradient/ab.py).
+    * ``'top'``: ``σ(A)`` alone: the bound times the gradient of ``log‖A·v‖`` at a top right
+      singular vector ``v`` read off the last iterate (the column of ``G^(2^j)`` with the
+      largest diagonal entry), as the reference SOC differentiates ``sigma = Σ W·u·v`` at its
+      stored vectors; ``soc.bound = 'gram_top'``.
     """
+    if gradient not in GRAM_GRADIENTS:
+        raise ValueError(f"gram_bound's gradient must be one of {GRAM_GRADIENTS}, got {gradient!r}")
     a = tf.reshape(kernel, (-1, kernel.shape[-1]))
     if a.shape[0] < a.shape[1]:
         a = tf.transpose(a)
-    taps = math.prod(kernel.shape[:-2])  # 1 for a matrix
-    frozen = tf.stop_gradient(a) if top_gradient else a
-    gram = tf.matmul(frozen, frozen, transpose_a=True)
+    scale = math.sqrt(math.prod(kernel.shape[:-2]))  # sqrt(taps); 1 for a matrix
+    if gradient == "autodiff":
+        return scale * _gram_iteration(a, iterations)[0]
+    if gradient == "top":
+        sigma, iterates = _gram_iteration(tf.stop_gradient(a), iterations)
+        return _with_top_gradient(a, scale * sigma, iterates[-1])
+    return scale * _schatten_bound(a, iterations)
+
+
+def _gram_iteration(a, iterations: int):
+    """``(Σᵢ σᵢ(a)ᵖ)^(1/p)``, ``p = 2^(iterations+2)``, and the Frobenius-normalized iterates
+    ``G, G², G⁴, …, G^(2^iterations)`` of ``G = aᵀa`` (each scaled by a positive factor)."""
+    gram = tf.matmul(a, a, transpose_a=True)
     log_scale = tf.zeros((), gram.dtype)
+    iterates = []
     for _ in range(iterations):
         frobenius = tf.maximum(tf.norm(gram), tf.constant(1e-30, gram.dtype))
         gram = gram / frobenius
+        iterates.append(gram)
         log_scale = 2.0 * (log_scale + tf.math.log(frobenius))
         gram = tf.matmul(gram, gram)
-    power = 2.0 ** (iterations + 1)
-    log_sigma = (tf.math.log(tf.maximum(tf.norm(gram), 1e-30)) + log_scale) / power
-    value = math.sqrt(taps) * tf.exp(log_sigma)
-    return _with_top_gradient(a, value, gram) if top_gradient else value
+    last = tf.maximum(tf.norm(gram), tf.constant(1e-30, gram.dtype))
+    log_sigma = (tf.math.log(last) + log_scale) / 2.0 ** (iterations + 1)
+    return tf.exp(log_sigma), iterates + [gram]
+
+
+def _schatten_bound(a, iterations: int):
+    """:func:`_gram_iteration`'s value, differentiated in closed form (:func:`gram_bound`)."""
+
+    @tf.custom_gradient
+    def bound(a):
+        sigma, iterates = _gram_iteration(a, iterations)
+
+        def grad(upstream):
+            power = iterates[0]
+            for iterate in iterates[1:]:  # G^(p/2 - 1) up to a positive factor; all commute
+                power = tf.matmul(power, iterate)
+            direction = tf.matmul(a, power)
+            inner = tf.reduce_sum(direction * a)  # tr(G^(p/2)) times that factor: > 0 if a ≠ 0
+            positive = inner > 0
+            factor = tf.where(positive, sigma / tf.where(positive, inner, 1.0), 0.0)
+            return upstream * factor * direction
+
+        return sigma, grad
+
+    return bound(a)
 
 
 def _with_top_gradient(a, value, gram):
