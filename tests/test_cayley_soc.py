@@ -123,6 +123,18 @@ def test_gram_bound_is_above_the_exact_norm_and_near_the_flattened_one(seed):
         assert bound >= flat * (1 - tol)
 
 
+def gram_values_and_gradients(array, dtype, forms):
+    """``gram_bound``'s value and gradient at ``array`` for each of its ``gradient`` forms."""
+    variable = tf.Variable(array, dtype=dtype)
+    values, gradients = [], []
+    for how in forms:
+        with tf.GradientTape() as tape:
+            value = gram_bound(variable, gradient=how)
+        values.append(value.numpy())
+        gradients.append(tape.gradient(value, variable).numpy())
+    return values, gradients
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_gram_top_is_the_gram_bound_exactly_with_the_top_singular_gradient(seed):
     """``gradient='top'``: the same value bit for bit, and the gradient ``value/σ₁·u₁v₁ᵀ`` of a
@@ -137,13 +149,7 @@ def test_gram_top_is_the_gram_bound_exactly_with_the_top_singular_gradient(seed)
     s[0] = 2.0 * s[1] if k > 1 else s[0]
     matrix = (u * s) @ v.T
     for dtype, tol in ((tf.float64, 1e-10), (tf.float32, 2e-4)):
-        variable = tf.Variable(matrix, dtype=dtype)
-        values, gradients = [], []
-        for how in ("closed_form", "top"):
-            with tf.GradientTape() as tape:
-                value = gram_bound(variable, gradient=how)
-            values.append(value.numpy())
-            gradients.append(tape.gradient(value, variable).numpy())
+        values, gradients = gram_values_and_gradients(matrix, dtype, ("closed_form", "top"))
         assert values[1] == values[0]
         expected = values[1] / s[0] * np.outer(u[:, 0], v[:, 0])
         np.testing.assert_allclose(gradients[1], expected, atol=tol)
@@ -177,16 +183,11 @@ def test_gram_bound_closed_form_gradient_is_the_schatten_norms(seed):
     norm_p = top * np.sum((s / top) ** p) ** (1 / p)
     expected = math.sqrt(taps) * (u * (s / norm_p) ** (p - 1)) @ vt
     for dtype, tol in ((tf.float64, 1e-9), (tf.float32, 2e-5)):
-        variable = tf.Variable(kernel, dtype=dtype)
-        values, gradients = [], []
-        for how in ("closed_form", "autodiff"):
-            with tf.GradientTape() as tape:
-                value = gram_bound(variable, gradient=how)
-            values.append(value.numpy())
-            gradients.append(tape.gradient(value, variable).numpy().reshape(flat.shape))
+        values, gradients = gram_values_and_gradients(kernel, dtype, ("closed_form", "autodiff"))
         assert values[0] == values[1]
         assert values[0] == pytest.approx(math.sqrt(taps) * norm_p, rel=tol)
         for got in gradients:
+            got = got.reshape(flat.shape)
             np.testing.assert_allclose(got, expected, atol=tol * np.abs(expected).max())
 
 
