@@ -218,6 +218,8 @@ def test_the_docs_results_tables_are_the_committed_reports_tables(monkeypatch):
         study_tables.digits_table("digits-soc-gram"),
         study_tables.toy_study_table("toy-soc-gram", "ring"),
         study_tables.toy_study_table("toy-soc-gram", "grid"),
+        study_tables.toy_study_table("toy-soc-gram-top", "ring"),
+        study_tables.toy_study_table("toy-soc-gram-top", "grid"),
         *(
             "\n".join("  " + line for line in study_tables.budget_table(d).splitlines())
             for d in ("ring", "grid")
