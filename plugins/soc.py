@@ -32,9 +32,9 @@ the effective ``L`` recomputed in float64 (``≤ norm``).
 :func:`lipgan.core.orthogonal.gram_bound`: ``sqrt(t²)`` times the flattened kernel's largest
 singular value (the reference's "fantastic four" family, of which it is one of the four), bounded
 by Gram iteration rather than estimated by a stored power iteration, so stateless and rigorous;
-about 2x the exact ``‖L‖`` at initialization, for six ``c×c`` products per layer and call (a few
-% of the DCGAN critic's step, but 2.9x the MLP critic's, whose 512-wide Dense layers make them
-dominate). ``bound='holder'`` (``‖L‖₂ ≤ sqrt(‖L‖₁‖L‖∞)``, the largest absolute kernel row/column
+about 2x the exact ``‖L‖`` at initialization, for six ``c×c`` products per layer and call and
+as many in its gradient, computed in closed form (a few % of the DCGAN critic's step, but 1.85x
+the MLP critic's with Hölder's scale, whose 512-wide Dense layers make them dominate). ``bound='holder'`` (``‖L‖₂ ≤ sqrt(‖L‖₁‖L‖∞)``, the largest absolute kernel row/column
 sum; the only scale before 2026-12-07, and what a run recorded before then is rebuilt with:
 :attr:`SOC.unrecorded_defaults`) is cheap but loose for dense random kernels (by about
 sqrt(channels)/2: 5 to 28x the exact norm on the DCGAN critic's convs at initialization), so
@@ -291,8 +291,8 @@ class SOC(OrthogonalConstruction):
         bound: the stateless bound on ``‖L‖`` each call scales by: ``'gram'`` (the default), the
             flattened kernel's norm by Gram iteration; ``'gram_top'``, the same value (the same
             layer) trained with the gradient of ``σ`` alone, which skips the backward pass
-            through the iteration (not yet measured for learning; benchmarks/ANALYSIS.md, "SOC's
-            scale"); or ``'holder'``, cheaper and looser, so that ``L`` stays at rotations 2.6
+            through the iteration (it learnt worse on 4 of 6 seeds of the ring and the grid:
+            docs/study.md, "SOC's scale"); or ``'holder'``, cheaper and looser, so that ``L`` stays at rotations 2.6
             to 14x smaller (module docstring, "The scale").
 
     Raises:
