@@ -63,7 +63,8 @@ series at the input's resolution on ``c = max(c_in, c_out/s²)`` channels, keeps
 reaches one input pixel where the reference's reaches ``s``), and the last term computes only the
 kept channels. Both orders are orthogonal maps between an isometric zero-padding and a
 coordinate projection, so the certificate is the same ``g_K(ℓ)``. Why ``'after'`` is not the
-default: its critic learnt worse per iteration on digits (docs/study.md, "SOC's two orders"),
+default: its critic learnt worse on digits, per iteration and, with the Gram scale, at equal
+seconds (docs/study.md, "SOC's two orders", "SOC's scale"),
 and a run dir records no default, so old runs must rebuild the layer they trained.
 
 **Dense** layers: ``x ↦ x·T_K(A)`` restricted to ``in`` rows and ``out`` columns, ``A`` the

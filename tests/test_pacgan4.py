@@ -216,6 +216,7 @@ def test_the_docs_results_tables_are_the_committed_reports_tables(monkeypatch):
         study_tables.digits_table("digits-soc-order"),
         study_tables.digits_table("digits-soc-2400"),
         study_tables.digits_table("digits-soc-gram"),
+        study_tables.digits_table("digits-soc-gram-seconds"),
         study_tables.toy_study_table("toy-soc-gram", "ring"),
         study_tables.toy_study_table("toy-soc-gram", "grid"),
         study_tables.toy_study_table("toy-soc-gram-top", "ring"),
