@@ -344,8 +344,9 @@ def gram_bound(kernel, iterations: int = GRAM_ITERATIONS, gradient: str = "close
 
 
 def _gram_iteration(a, iterations: int):
-    """``(Σᵢ σᵢ(a)ᵖ)^(1/p)``, ``p = 2^(iterations+2)``, and the Frobenius-normalized iterates
-    ``G, G², G⁴, …, G^(2^iterations)`` of ``G = aᵀa`` (each scaled by a positive factor)."""
+    """``(Σᵢ σᵢ(a)ᵖ)^(1/p)``, ``p = 2^(iterations+2)``, and the iterates ``G, G², G⁴, …,
+    G^(2^iterations)`` of ``G = aᵀa``, each up to a positive factor (all but the last have
+    Frobenius norm 1)."""
     gram = tf.matmul(a, a, transpose_a=True)
     log_scale = tf.zeros((), gram.dtype)
     iterates = []
