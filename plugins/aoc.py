@@ -68,7 +68,7 @@ from lipgan.core.lipschitz import activation_fn_lipschitz
 from lipgan.core.reparametrized import KernelConstruction, fresh_copy
 from lipgan.core.search_space import ADAM
 from lipgan_plugins.bcop import OrthogonalConv2D, _orthonormal, _pair, bcop_polyphase_kernel
-from lipgan_plugins.bjorck import BjorckDense
+from lipgan_plugins.bjorck import BjorckDense, checked_bjorck_counts
 
 #: A projection step is skipped when ‖I − MᵀM‖_F is below this; 5e-6 keeps a 5x5 stride-2 conv
 #: (6 projectors and R) under 1 + 1e-4 (module docstring). Above float32's floor for the
@@ -217,19 +217,9 @@ class AOC(KernelConstruction):
     )
 
     def __init__(self, iterations: int = 0, order: int = 1, projection: int = 1):
-        if iterations < 0 or projection < 0:
-            raise ConfigError(
-                f"aoc.iterations and aoc.projection must be >= 0, got {iterations} and {projection}"
-            )
-        if iterations == 0 and projection == 0:
-            raise ConfigError(
-                "aoc with iterations=0 and projection=0 constrains nothing: set "
-                "aoc.projection = 1 (the default) or aoc.iterations = 20"
-            )
-        if order < 1:
-            raise ConfigError(f"aoc.order must be >= 1, got {order}")
-        self.iterations, self.order = int(iterations), int(order)
-        self.projection = int(projection)
+        self.iterations, self.order, self.projection = checked_bjorck_counts(
+            self.name, iterations, order, projection
+        )
 
     def _options(self) -> dict:
         return {"iterations": self.iterations, "order": self.order, "projection": self.projection}

@@ -257,6 +257,29 @@ class BjorckDense(KernelReparametrization):
         }
 
 
+def checked_bjorck_counts(name: str, iterations, order, projection) -> tuple[int, int, int]:
+    """``(iterations, order, projection)`` as ints, for the constructions kept orthonormal by
+    Björck steps (``bjorck``, ``aoc``); ``name`` is the construction's, for the errors.
+
+    Raises:
+        ConfigError: a negative count, ``iterations = projection = 0`` (nothing constrained), or
+            ``order < 1``.
+    """
+    if iterations < 0 or projection < 0:
+        raise ConfigError(
+            f"{name}.iterations and {name}.projection must be >= 0, got {iterations} and "
+            f"{projection}"
+        )
+    if iterations == 0 and projection == 0:
+        raise ConfigError(
+            f"{name} with iterations=0 and projection=0 constrains nothing: set "
+            f"{name}.projection = 1 (the default) or {name}.iterations = 20"
+        )
+    if order < 1:
+        raise ConfigError(f"{name}.order must be >= 1, got {order}")
+    return int(iterations), int(order), int(projection)
+
+
 class Bjorck(KernelConstruction):
     """Keep every Dense kernel of the critic orthonormal by Björck steps (see the module doc).
 
@@ -281,40 +304,24 @@ class Bjorck(KernelConstruction):
     )
 
     def __init__(self, iterations: int = 0, order: int = 1, projection: int = 1):
-        if iterations < 0 or projection < 0:
-            raise ConfigError(
-                f"bjorck.iterations and bjorck.projection must be >= 0, got {iterations} and "
-                f"{projection}"
-            )
-        if iterations == 0 and projection == 0:
-            raise ConfigError(
-                "bjorck with iterations=0 and projection=0 constrains nothing: set "
-                "bjorck.projection = 1 (the default) or bjorck.iterations = 20"
-            )
-        if order < 1:
-            raise ConfigError(f"bjorck.order must be >= 1, got {order}")
-        self.iterations, self.order = int(iterations), int(order)
-        self.projection = int(projection)
+        self.iterations, self.order, self.projection = checked_bjorck_counts(
+            self.name, iterations, order, projection
+        )
+
+    def _options(self) -> dict:
+        return {"iterations": self.iterations, "order": self.order, "projection": self.projection}
 
     def wrap_layer(self, layer):
         if "Conv" in type(layer).__name__:
             from lipgan_plugins.bcop import BCOPConv2D
 
-            return BCOPConv2D(
-                fresh_copy(layer),
-                iterations=self.iterations,
-                order=self.order,
-                projection=self.projection,
-                name=f"bjorck_{layer.name}",
-            )
+            return BCOPConv2D(fresh_copy(layer), name=f"bjorck_{layer.name}", **self._options())
         if not isinstance(layer, keras.layers.Dense):
             return None
         return BjorckDense(
             fresh_copy(layer, kernel_initializer="orthogonal"),
-            iterations=self.iterations,
-            order=self.order,
-            projection=self.projection,
             name=f"bjorck_{layer.name}",
+            **self._options(),
         )
 
     def after_update(self, critic) -> None:
