@@ -4,15 +4,15 @@
 github.com/singlasahil14/SOC, class ``SOC``): for a skew-symmetric operator ``L`` (``Lᵀ = −L``),
 ``exp(L)`` is orthogonal. A convolution ``L = conv(M) − conv_transpose(M)`` is skew-symmetric, and
 with an odd kernel and 'same' zero padding it is the convolution with ``S = M − flip(M)ᵀ``
-(:func:`lipgan.core.orthogonal.skew_kernel`) **exactly**, on the zero-padded image: so unlike
+(:func:`lipgan.core.skew_series.skew_kernel`) **exactly**, on the zero-padded image: so unlike
 ``cayley``, SOC is orthogonal for the critic's zero padding, with no circular wrap. ``exp(L)x`` is
 the Taylor series ``Σ_{k≤K} Lᵏx/k!`` truncated after ``K = terms`` convolutions.
 
 **The truncation, certified.** ``L`` is skew-symmetric, hence normal, and so is ``T_K(L)``: its
 norm is the largest ``|T_K(iθ)|`` over ``L``'s eigenvalues ``iθ``, ``|θ| ≤ ‖L‖``. So
 ``‖T_K(L)‖ ≤ g_K(ℓ) = max_{|θ|≤ℓ} |T_K(iθ)|`` for any ``ℓ ≥ ‖L‖``
-(:func:`lipgan.core.orthogonal.series_gain`, rigorous), which is at most ``1 + τ_K(ℓ)``
-(``τ_K(ℓ) = Σ_{k>K} ℓᵏ/k!``, :func:`lipgan.core.orthogonal.taylor_tail`, the series' distance from
+(:func:`lipgan.core.skew_series.series_gain`, rigorous), which is at most ``1 + τ_K(ℓ)``
+(``τ_K(ℓ) = Σ_{k>K} ℓᵏ/k!``, :func:`lipgan.core.skew_series.taylor_tail`, the series' distance from
 ``exp(L)``) and far below it for even ``K``: ``|T_4(iθ)|² = 1 − θ⁶/72 + θ⁸/576 ≤ 1`` for
 ``θ² ≤ 8``, so a 4-term SOC layer is certified at 1 (up to the bound's grid margin: 1 + 2.6e-11 at the defaults) while it
 is within ``τ_4(0.5) = 2.8e-4`` of the orthogonal ``exp(L)`` (singular values in
@@ -29,7 +29,7 @@ the fewest the two checks allow there: two thirds of the former default 6's conv
 the effective ``L`` recomputed in float64 (``≤ norm``).
 
 **The scale** (``bound``). The default, ``'gram'``, scales by
-:func:`lipgan.core.orthogonal.gram_bound`: ``sqrt(t²)`` times the flattened kernel's largest
+:func:`lipgan.core.skew_series.gram_bound`: ``sqrt(t²)`` times the flattened kernel's largest
 singular value (the reference's "fantastic four" family, of which it is one of the four), bounded
 by Gram iteration rather than estimated by a stored power iteration, so stateless and rigorous;
 about 2x the exact ``‖L‖`` at initialization, for six ``c×c`` products per layer and call and
@@ -89,19 +89,21 @@ from lipgan.core.errors import ConfigError
 from lipgan.core.orthogonal import (
     OrthogonalConstruction,
     downsample,
-    exp_series,
-    gram_bound,
-    holder_bound,
     layer_bound,
     pair,
     polyphase_shape,
+)
+from lipgan.core.reparametrized import KernelReparametrization, fresh_copy
+from lipgan.core.search_space import ADAM
+from lipgan.core.skew_series import (
+    exp_series,
+    gram_bound,
+    holder_bound,
     series_gain,
     skew_dense,
     skew_kernel,
     taylor_tail,
 )
-from lipgan.core.reparametrized import KernelReparametrization, fresh_copy
-from lipgan.core.search_space import ADAM
 
 #: The largest certified gain ``g_K(norm)`` above 1 the constructor accepts: ``lipgan audit`` calls a
 #: critic certified 1-Lipschitz when its bound is ≤ 1 + 1e-5.
@@ -267,7 +269,7 @@ class SOCConv2D(_SOCLayer):
         return self._finish(downsample(out, self.stride) if self.after else out)
 
     def operator_norm_bound(self) -> float:
-        """``g_K(ℓ)`` (:func:`lipgan.core.orthogonal.series_gain`), ``ℓ`` the layer's bound
+        """``g_K(ℓ)`` (:func:`lipgan.core.skew_series.series_gain`), ``ℓ`` the layer's bound
         (``bound``: Hölder's or Gram's) on ``‖L‖`` of the effective kernel in float64.
 
         ``ℓ ≤ norm`` up to rounding, so the bound is at most ``g_K(norm)`` (1 + 2.6e-11 at

@@ -11,12 +11,10 @@ from lipgan.core.errors import ConfigError
 from lipgan.core.orthogonal import (
     cayley,
     frequency_cayley,
-    gram_bound,
     kernel_spectrum,
     refine,
-    series_gain,
-    taylor_tail,
 )
+from lipgan.core.skew_series import gram_bound, series_gain, taylor_tail
 from lipgan.models import dcgan_critic, mlp_critic
 from lipgan.testing import ConstraintConformance
 from lipgan_plugins.cayley import Cayley, CayleyConv2D, CayleyDense

@@ -1,6 +1,6 @@
 """Where the Gram scale's cost goes on one SOC Dense layer (exploratory; benchmarks/ANALYSIS.md,
 "SOC's scale"): a 512x512 skew layer, 4 Taylor terms, batch 256, forward and weight gradient
-under XLA, scaled by Hoelder's bound, by the Gram bound (lipgan.core.orthogonal.gram_bound) with
+under XLA, scaled by Hoelder's bound, by the Gram bound (lipgan.core.skew_series.gram_bound) with
 its exact gradient (by autodiff through the squarings, and in closed form: the default since
 2026-12-07), by its value with no gradient, and by its value with the gradient of sigma_1 alone
 (gradient="top": ||A v|| at a top right singular vector v read off the last Gram iterate, the
@@ -16,7 +16,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from lipgan.core.orthogonal import gram_bound
+from lipgan.core.skew_series import gram_bound
 
 N, BATCH, TERMS = 512, 256, 4
 weights = tf.Variable(tf.random.normal((N, N)) / np.sqrt(N))
