@@ -32,6 +32,26 @@ def test_a_failed_seed_sinks_its_config():
     }
     assert halving.mean_score([ok, worse]) == pytest.approx((-0.2, 0.7, -0.05))
     assert halving.mean_score([ok, {"status": "failed"}])[0] == -math.inf
+    diverged = {"status": "ok", "metrics": {**ok["metrics"], "w1": math.nan}}
+    assert halving.mean_score([ok, diverged])[0] == -math.inf
+
+
+def test_a_seed_that_covers_no_mode_ranks_by_its_w1_and_does_not_sink_its_config():
+    """Reverse KL is ∞ when a seed's samples cover no mode: a result, not a failure. The config
+    ranks by its seeds' mean W1 (it used to score −inf, so configs were promoted by the order of
+    a tie among −inf scores instead of by W1; 2 of 22 rows of studies/tuned-halving's first rung)."""
+    ok = {"status": "ok", "metrics": {"w1": 0.1, "high_quality_fraction": 0.9, "reverse_kl": 0.0}}
+    no_mode = {
+        "status": "ok",
+        "metrics": {"w1": 0.5, "high_quality_fraction": 0.0, "reverse_kl": math.inf},
+    }
+    far = {"status": "ok", "metrics": {"w1": 2.0, "high_quality_fraction": 0.1, "reverse_kl": 1.0}}
+    score = halving.mean_score([ok, no_mode])
+    assert score[:2] == pytest.approx((-0.3, 0.45)) and score[2] == -math.inf
+    assert score > halving.mean_score([far, far])  # mean W1 0.3 beats 2.0 despite the ∞ KL
+    assert score < halving.mean_score([ok, ok])
+    # the same rule chooses an EMA decay over a row's replicates (lipgan.study.ema_choice)
+    assert score > halving.mean_score([ok, {"status": "failed"}])
 
 
 class FakeRuns:
