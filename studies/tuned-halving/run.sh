@@ -18,7 +18,12 @@
 #   the spec, which a resume then refuses ("holds another spec"): block it for this study, e.g.
 #   LIPGAN_DISABLE_PLUGINS=max_gradient_norm when examples/lipgan-example-plugin is installed.
 set -eu
-needs_snapshot="its soc rows are Hoelder's scale, soc's default before 2026-12-07: set LIPGAN_TREE to a checkout of ef34b9c"
+# The snapshot is 7a4efe1: ef34b9c (the code every cell trained with) plus one change to how a
+# rung ranks its configs (lipgan/study/halving.py::mean_score: a seed whose samples cover no mode,
+# reverse KL inf, no longer sinks its config to -inf), made before the first rung was recorded.
+# It changes no training; on the first 911 cells it changes the first rung's promotions of two rows
+# (ring soc, ring weight_clip). 7a4efe1 is a parent of a merge on main, so it stays reachable.
+needs_snapshot="its soc rows are Hoelder's scale, soc's default before 2026-12-07, and its rungs rank by main's fixed mean_score: set LIPGAN_TREE to a checkout of 7a4efe1 (git worktree add DIR 7a4efe1)"
 . studies/snapshot.sh  # TF_CPP_MIN_LOG_LEVEL, and LIPGAN_TREE (a snapshot of the code)
 exec nice -n 15 lipgan tune --configs 20 --search halving --eta 3 --rungs 3 --search-seeds 2 \
   --seeds 10 --ema-decays 0.999,0.99,0.9999 \
