@@ -98,9 +98,16 @@ def trial_cells(spec, halving: Halving, dataset: str, constraint: str, trial: in
 def mean_score(results: list[dict | None], key: str | None = None) -> tuple[float, ...]:
     """The seeds' mean of :func:`lipgan.study.search.score` (with ``key``: an image data set's
     ranked value, :meth:`lipgan.study.tune.TuneSpec.score_key`), component by component; a failed
-    or missing seed makes it −inf (a config that fails on one seed is not chosen)."""
+    or missing seed makes it −inf (a config that fails on one seed is not chosen).
+
+    A seed has failed when its first component, the ranked value, is −inf: the run failed, or
+    its W1 (FID, …) is missing or not finite. A later component's −inf is a result, not a
+    failure: a seed whose samples cover no mode has reverse KL ∞, and its config still ranks by
+    its seeds' mean W1 (the −inf then only sinks it among configs of exactly equal mean W1).
+    Until 2026-12-07 any −inf component sank the config; re-scored by this rule, every committed
+    rung record promotes the same configs (docs/study.md, "Successive halving")."""
     scores = [search.score(r, key) for r in results]
-    if not scores or any(-math.inf in s for s in scores):
+    if not scores or any(s[0] == -math.inf for s in scores):
         return search.score(None, key)
     return tuple(sum(c) / len(scores) for c in zip(*scores))
 
