@@ -161,3 +161,22 @@ def test_only_a_promoted_halving_trial_continues_a_run_dir_of_fewer_steps():
     assert not longer.continues(other.as_dict())
     plain = dataclasses.replace(longer, trial_seed=None)
     assert not plain.continues(dataclasses.replace(short, trial_seed=None).as_dict())
+
+
+def test_every_committed_rung_record_promotes_what_todays_rule_promotes():
+    """Each committed ``studies/*/search/rung<i>.json`` (every trial's results, the configs
+    promoted) re-ranked by today's :func:`halving.mean_score`, in the search's own order (stable,
+    best first): the same configs in the same order. So a change of the rule that would have
+    changed a committed search fails here, and the 2026-12-07 fix (a no-mode seed no longer
+    sinks its config) is shown to change none of them."""
+    from pathlib import Path
+
+    records = sorted((Path(__file__).parents[1] / "studies").glob("*/search/rung*.json"))
+    assert len(records) >= 15  # five committed halving searches of three rungs each
+    for path in records:
+        for s in json.loads(path.read_text())["searches"]:
+            ranked = sorted(
+                s["trials"], key=lambda t: halving.mean_score(t["results"]), reverse=True
+            )
+            promoted = [t["trial"] for t in ranked[: len(s["promoted"])]]
+            assert promoted == s["promoted"], (path, s["dataset"], s["constraint"])
