@@ -106,6 +106,20 @@ def test_halving_promotes_by_mean_score_and_chooses_the_best_at_the_full_budget(
     assert [c.steps for c in runs.cells[2]] == [4000, 4000]
 
 
+def test_a_report_before_the_first_rung_is_finished_says_how_far_it_is(tmp_path):
+    """``lipgan tune --report-only`` during the first rung (hours of a real study) refuses in one
+    line that says how many of that rung's runs have finished."""
+    s = spec()
+    runs = FakeRuns([0.5, 0.4, 0.05, 0.3, 0.2, 0.6, 0.1, 0.7, 0.35])
+
+    def half_finished(cells, where, what):
+        return dict(list(runs(cells, where, what).items())[:7])
+
+    with pytest.raises(ConfigError, match=r"7 of its first rung's 18 runs have finished"):
+        halving.run_search(s, s.halving, tmp_path, half_finished, report_only=True)
+    assert not (tmp_path / "search").exists()  # nothing written
+
+
 def test_a_resumed_search_reads_its_rungs_back_and_runs_only_what_is_left(tmp_path):
     quality = [0.5, 0.4, 0.05, 0.3, 0.2, 0.6, 0.1, 0.7, 0.35]
     s = spec()

@@ -166,8 +166,13 @@ def run_search(
                 out / "search",
                 f"search, rung {rung + 1} of {halving.rungs}: {len(every)} runs",
             )
-            if len(results) < len(every):
-                break  # report_only on an unfinished rung: the choice so far
+            if len(results) < len(every):  # report_only on an unfinished rung
+                if not records:
+                    raise ConfigError(
+                        f"{out} holds no finished rung of this tuned study yet ({len(results):,} "
+                        f"of its first rung's {len(every):,} runs have finished): nothing to report"
+                    )
+                break  # the choice so far
             record = {"rung": rung, "searches": []}
             for key, per in cells.items():
                 trials = []

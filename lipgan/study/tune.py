@@ -413,10 +413,6 @@ def run_tune(
         chosen, rungs, complete = halving.run_search(
             spec, spec.halving, out, run_or_read, report_only
         )
-        if not rungs:
-            raise ConfigError(
-                f"{out} holds no finished rung of this tuned study yet: nothing to report"
-            )
         searched = halving.first_rung_as_search(rungs[0])
     else:
         trials = search_cells(spec)
