@@ -189,8 +189,7 @@ def test_every_committed_rung_record_promotes_what_todays_rule_promotes():
     assert len(records) >= 15  # five committed halving searches of three rungs each
     for path in records:
         for s in json.loads(path.read_text())["searches"]:
-            ranked = sorted(
-                s["trials"], key=lambda t: halving.mean_score(t["results"]), reverse=True
-            )
+            rescored = [{**t, "mean_score": halving.mean_score(t["results"])} for t in s["trials"]]
+            ranked = halving.best_first(rescored)
             promoted = [t["trial"] for t in ranked[: len(s["promoted"])]]
             assert promoted == s["promoted"], (path, s["dataset"], s["constraint"])

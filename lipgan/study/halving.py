@@ -112,6 +112,13 @@ def mean_score(results: list[dict | None], key: str | None = None) -> tuple[floa
     return tuple(sum(c) / len(scores) for c in zip(*scores))
 
 
+def best_first(trials: list[dict]) -> list[dict]:
+    """A rung's trials (``{'trial', 'mean_score', ...}``) best first by their mean score; equal
+    scores keep their order (the sort is stable), so a rung promotes the same configs however
+    often it is re-ranked."""
+    return sorted(trials, key=lambda t: tuple(t["mean_score"]), reverse=True)
+
+
 def rung_path(out: Path, rung: int) -> Path:
     return Path(out) / "search" / f"rung{rung}.json"
 
@@ -181,7 +188,7 @@ def run_search(
                     score = mean_score(found, spec.score_key(key[0]))
                     trials.append({"trial": k, "mean_score": list(score),
                                    "results": found})  # fmt: skip
-                ranked = sorted(trials, key=lambda t: tuple(t["mean_score"]), reverse=True)
+                ranked = best_first(trials)
                 keep = halving.sizes(spec.configs)[min(rung + 1, halving.rungs - 1)]
                 record["searches"].append(
                     {
