@@ -65,10 +65,9 @@ from keras import ops
 from lipgan import hookimpl
 from lipgan.core.errors import ConfigError
 from lipgan.core.lipschitz import activation_fn_lipschitz
-from lipgan.core.reparametrized import KernelConstruction, fresh_copy
 from lipgan.core.search_space import ADAM
 from lipgan_plugins.bcop import OrthogonalConv2D, _orthonormal, _pair, bcop_polyphase_kernel
-from lipgan_plugins.bjorck import BjorckDense, checked_bjorck_counts
+from lipgan_plugins.bjorck import OrthonormalConstruction
 
 #: A projection step is skipped when ‖I − MᵀM‖_F is below this; 5e-6 keeps a 5x5 stride-2 conv
 #: (6 projectors and R) under 1 + 1e-4 (module docstring). Above float32's floor for the
@@ -193,7 +192,7 @@ class AOCConv2D(OrthogonalConv2D):
         return None if act is None else act * self.operator_norm_bound()
 
 
-class AOC(KernelConstruction):
+class AOC(OrthonormalConstruction):
     """Orthogonal Conv2D layers by AOC and orthonormal Dense kernels (see the module docstring).
 
     Args:
@@ -216,30 +215,8 @@ class AOC(KernelConstruction):
         "kernels; kept by one Björck projection per update; pair with a GroupSort critic."
     )
 
-    def __init__(self, iterations: int = 0, order: int = 1, projection: int = 1):
-        self.iterations, self.order, self.projection = checked_bjorck_counts(
-            self.name, iterations, order, projection
-        )
-
-    def _options(self) -> dict:
-        return {"iterations": self.iterations, "order": self.order, "projection": self.projection}
-
-    def wrap_layer(self, layer):
-        if "Conv" in type(layer).__name__:
-            return AOCConv2D(fresh_copy(layer), name=f"aoc_{layer.name}", **self._options())
-        if not isinstance(layer, keras.layers.Dense):
-            return None
-        return BjorckDense(
-            fresh_copy(layer, kernel_initializer="orthogonal"),
-            name=f"aoc_{layer.name}",
-            **self._options(),
-        )
-
-    def after_update(self, critic) -> None:
-        """Project every AOC matrix and Dense kernel back onto the orthonormal ones (replica ctx)."""
-        for layer in critic.layers:
-            if isinstance(layer, BjorckDense | AOCConv2D):
-                layer.project()
+    def conv_type(self) -> type:
+        return AOCConv2D
 
 
 @hookimpl

@@ -257,30 +257,67 @@ class BjorckDense(KernelReparametrization):
         }
 
 
-def checked_bjorck_counts(name: str, iterations, order, projection) -> tuple[int, int, int]:
-    """``(iterations, order, projection)`` as ints, for the constructions kept orthonormal by
-    Björck steps (``bjorck``, ``aoc``); ``name`` is the construction's, for the errors.
+class OrthonormalConstruction(KernelConstruction):
+    """What ``bjorck`` and ``aoc`` share: Dense kernels kept orthonormal (:class:`BjorckDense`),
+    each Conv2D replaced by the subclass's orthogonal convolution (:meth:`conv_type`), the
+    Björck counts checked in one place, and the projection after every critic update.
+
+    Args:
+        iterations: Björck steps in every forward pass, with gradients through them (0, the
+            default, uses the stored matrices as they are).
+        order: the order of each Björck step.
+        projection: order-1 Björck steps that project the matrices after every critic update.
 
     Raises:
         ConfigError: a negative count, ``iterations = projection = 0`` (nothing constrained), or
             ``order < 1``.
     """
-    if iterations < 0 or projection < 0:
-        raise ConfigError(
-            f"{name}.iterations and {name}.projection must be >= 0, got {iterations} and "
-            f"{projection}"
+
+    def __init__(self, iterations: int = 0, order: int = 1, projection: int = 1):
+        name = self.name
+        if iterations < 0 or projection < 0:
+            raise ConfigError(
+                f"{name}.iterations and {name}.projection must be >= 0, got {iterations} and "
+                f"{projection}"
+            )
+        if iterations == 0 and projection == 0:
+            raise ConfigError(
+                f"{name} with iterations=0 and projection=0 constrains nothing: set "
+                f"{name}.projection = 1 (the default) or {name}.iterations = 20"
+            )
+        if order < 1:
+            raise ConfigError(f"{name}.order must be >= 1, got {order}")
+        self.iterations, self.order, self.projection = int(iterations), int(order), int(projection)
+
+    def _options(self) -> dict:
+        return {"iterations": self.iterations, "order": self.order, "projection": self.projection}
+
+    def conv_type(self) -> type:
+        """The class of the orthogonal convolution that replaces each Conv2D."""
+        raise NotImplementedError
+
+    def wrap_layer(self, layer):
+        if "Conv" in type(layer).__name__:
+            return self.conv_type()(
+                fresh_copy(layer), name=f"{self.name}_{layer.name}", **self._options()
+            )
+        if not isinstance(layer, keras.layers.Dense):
+            return None
+        return BjorckDense(
+            fresh_copy(layer, kernel_initializer="orthogonal"),
+            name=f"{self.name}_{layer.name}",
+            **self._options(),
         )
-    if iterations == 0 and projection == 0:
-        raise ConfigError(
-            f"{name} with iterations=0 and projection=0 constrains nothing: set "
-            f"{name}.projection = 1 (the default) or {name}.iterations = 20"
-        )
-    if order < 1:
-        raise ConfigError(f"{name}.order must be >= 1, got {order}")
-    return int(iterations), int(order), int(projection)
+
+    def after_update(self, critic) -> None:
+        """Project every orthonormal Dense kernel and orthogonal convolution's matrices back onto
+        the orthonormal ones (replica context)."""
+        for layer in critic.layers:
+            if isinstance(layer, BjorckDense | self.conv_type()):
+                layer.project()
 
 
-class Bjorck(KernelConstruction):
+class Bjorck(OrthonormalConstruction):
     """Keep every Dense kernel of the critic orthonormal by Björck steps (see the module doc).
 
     Args:
@@ -303,34 +340,10 @@ class Bjorck(KernelConstruction):
         "GroupSort critic; Conv2D layers become BCOP orthogonal convolutions."
     )
 
-    def __init__(self, iterations: int = 0, order: int = 1, projection: int = 1):
-        self.iterations, self.order, self.projection = checked_bjorck_counts(
-            self.name, iterations, order, projection
-        )
+    def conv_type(self) -> type:
+        from lipgan_plugins.bcop import BCOPConv2D  # bcop builds on this module's BjorckDense
 
-    def _options(self) -> dict:
-        return {"iterations": self.iterations, "order": self.order, "projection": self.projection}
-
-    def wrap_layer(self, layer):
-        if "Conv" in type(layer).__name__:
-            from lipgan_plugins.bcop import BCOPConv2D
-
-            return BCOPConv2D(fresh_copy(layer), name=f"bjorck_{layer.name}", **self._options())
-        if not isinstance(layer, keras.layers.Dense):
-            return None
-        return BjorckDense(
-            fresh_copy(layer, kernel_initializer="orthogonal"),
-            name=f"bjorck_{layer.name}",
-            **self._options(),
-        )
-
-    def after_update(self, critic) -> None:
-        """Project every Björck kernel back onto the orthonormal matrices (replica context)."""
-        from lipgan_plugins.bcop import BCOPConv2D
-
-        for layer in critic.layers:
-            if isinstance(layer, BjorckDense | BCOPConv2D):
-                layer.project()
+        return BCOPConv2D
 
 
 @hookimpl
