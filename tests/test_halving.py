@@ -9,7 +9,7 @@ import math
 import pytest
 
 from lipgan.core.errors import ConfigError
-from lipgan.study import halving, search, tune
+from lipgan.study import halving, search, tune, tune_report
 from lipgan.study.halving import HALVING_SEED, Halving
 
 
@@ -87,8 +87,10 @@ def test_halving_promotes_by_mean_score_and_chooses_the_best_at_the_full_budget(
     quality = [0.5, 0.4, 0.05, 0.3, 0.2, 0.6, 0.1, 0.7, 0.35]
     runs = FakeRuns(quality, slow={6})  # config 6 is second best but starts slowly
     s = spec()
-    chosen, rungs, complete = halving.run_search(s, s.halving, tmp_path, runs)
-    assert complete and [len(c) for c in runs.cells] == [18, 6, 2]  # 9, 3, 1 configs × 2 seeds
+    state = halving.run_search(s, s.halving, tmp_path, runs)
+    chosen, rungs = state.chosen, state.rungs
+    assert state.complete and state.progress is None
+    assert [len(c) for c in runs.cells] == [18, 6, 2]  # 9, 3, 1 configs × 2 seeds
     assert rungs[0]["searches"][0]["promoted"] == [2, 4, 3]  # 6 fell behind at rung 1
     assert chosen[("ring", "gradient_penalty")]["trial"] == 2
     assert chosen[("ring", "gradient_penalty")]["config"] == search.draw("gradient_penalty", 2)
@@ -120,6 +122,39 @@ def test_a_report_before_the_first_rung_is_finished_says_how_far_it_is(tmp_path)
     assert not (tmp_path / "search").exists()  # nothing written
 
 
+def test_a_report_during_a_later_rung_names_leaders_not_choices(tmp_path):
+    """``--report-only`` after the first rung is recorded: the leaders of the last finished rung,
+    how far the next is, and a tune.md that says both, never a "chosen" config at the full budget
+    (found 2026-12-08 on studies/tuned-halving, whose partial report called its first rung's
+    leaders chosen at the full budget and counted "520 of 520 search trials")."""
+    quality = [0.5, 0.4, 0.05, 0.3, 0.2, 0.6, 0.1, 0.7, 0.35]
+    s = spec()
+    runs = FakeRuns(quality, slow={6})
+    halving.run_search(s, s.halving, tmp_path, runs)
+    (tmp_path / "search" / "rung1.json").unlink()
+    (tmp_path / "search" / "rung2.json").unlink()  # stopped during the second rung
+
+    def two_of_six(cells, where, what):
+        return dict(list(runs(cells, where, what).items())[:2])
+
+    state = halving.run_search(s, s.halving, tmp_path, two_of_six, report_only=True)
+    assert not state.complete and state.progress == {"rung": 1, "done": 2, "of": 6}
+    assert len(state.rungs) == 1 and state.chosen[("ring", "gradient_penalty")]["trial"] == 2
+    assert not (tmp_path / "search" / "rung1.json").exists()  # a report records no rung
+    assert halving.chosen_column(state.progress) == "leading config after rung 1 (not yet chosen)"
+    assert halving.chosen_column(None) == "chosen config"
+    line = halving.partial_line(state.progress, 3)
+    assert line.startswith("the search has finished 1 of its 3 rungs, and 2 of rung 2's 6 runs")
+    text = tune_report.markdown(
+        s, {}, state.chosen, {}, {}, "", None,
+        {"search": 9, "search_done": 9, "final": 1, "wall": None}, progress=state.progress,
+    )  # fmt: skip
+    assert f"**PARTIAL: {line}; 0 of 1 replicate runs" in text
+    assert "| leading config after rung 1 (not yet chosen) |" in text
+    assert "W1 leader / median; HQ % leader / best (leading: rung 1; median, best: first rung)" in text
+    assert "9 of 9 search trials" not in text and "chosen: full budget" not in text
+
+
 def test_a_resumed_search_reads_its_rungs_back_and_runs_only_what_is_left(tmp_path):
     quality = [0.5, 0.4, 0.05, 0.3, 0.2, 0.6, 0.1, 0.7, 0.35]
     s = spec()
@@ -127,7 +162,7 @@ def test_a_resumed_search_reads_its_rungs_back_and_runs_only_what_is_left(tmp_pa
     halving.run_search(s, s.halving, tmp_path, first)
     (tmp_path / "search" / "rung2.json").unlink()  # stopped during the last rung
     again = FakeRuns([9.0] * 9)  # what the disk would say now must not change the choice...
-    chosen, rungs, complete = halving.run_search(s, s.halving, tmp_path, again)
+    rungs = halving.run_search(s, s.halving, tmp_path, again).rungs
     assert again.calls == 1 and len(again.cells[0]) == 2  # ...for the rungs already recorded
     assert [r["searches"][0]["promoted"] for r in rungs[:2]] == [[2, 4, 3], [2]]
     record = json.loads((tmp_path / "search" / "rung0.json").read_text())

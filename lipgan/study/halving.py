@@ -130,6 +130,26 @@ def _read_rung(out: Path, rung: int) -> dict | None:
         return None
 
 
+@dataclasses.dataclass(frozen=True)
+class SearchState:
+    """Where a halving search stands.
+
+    ``chosen``: per (data set, constraint), the best config of the last finished rung (``trial``,
+    ``config``, ``score``: its seeds' mean there), the choice once every rung has finished.
+    ``rungs``: every finished rung's record. ``progress``: None once every rung has finished;
+    otherwise ``{"rung": i, "done": n, "of": m}``, the first unfinished rung (0-based) and how
+    many of its runs have finished (a report made during the search says so).
+    """
+
+    chosen: dict
+    rungs: list
+    progress: dict | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.progress is None
+
+
 def _write_rung(out: Path, rung: int, record: dict) -> None:
     path = rung_path(out, rung)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -144,17 +164,16 @@ def run_search(
     out: Path,
     run_or_read: Callable[[list[Cell], Path, str], dict[Cell, dict]],
     report_only: bool = False,
-) -> tuple[dict[tuple[str, str], dict], list[dict], bool]:
+) -> SearchState:
     """Run (or read back) every rung of every (data set, constraint) search.
 
-    Returns ``(chosen, rungs, complete)``: the chosen config per (data set, constraint) as
-    :func:`lipgan.study.tune.choose` gives it (``trial``, ``config``, ``score``: the seeds' mean
-    at the last finished rung, the full budget once complete), every finished rung's record, and
-    whether every rung has finished.
+    Returns a :class:`SearchState`. With ``report_only`` on a search past its first rung, the rungs
+    recorded so far and how far the next one is: its configs lead, and are not yet chosen.
     """
     keys = [(d, c) for d in spec.datasets for c in spec.constraints]
     running = {key: list(range(spec.configs)) for key in keys}
     records: list[dict] = []
+    progress = None
     for rung in range(halving.rungs):
         record = _read_rung(out, rung)
         if record is None:
@@ -179,7 +198,8 @@ def run_search(
                         f"{out} holds no finished rung of this tuned study yet ({len(results):,} "
                         f"of its first rung's {len(every):,} runs have finished): nothing to report"
                     )
-                break  # the choice so far
+                progress = {"rung": rung, "done": len(results), "of": len(every)}
+                break  # the leading configs so far
             record = {"rung": rung, "searches": []}
             for key, per in cells.items():
                 trials = []
@@ -204,7 +224,6 @@ def run_search(
         records.append(record)
         for s in record["searches"]:
             running[(s["dataset"], s["constraint"])] = s["promoted"]
-    complete = len(records) == halving.rungs
     chosen = {}
     for s in records[-1]["searches"] if records else ():
         best = max(s["trials"], key=lambda t: tuple(t["mean_score"]))
@@ -214,7 +233,7 @@ def run_search(
             "config": search.draw(name, best["trial"]),
             "score": tuple(best["mean_score"]),
         }
-    return chosen, records, complete
+    return SearchState(chosen, records, progress)
 
 
 def first_rung_as_search(record: dict) -> dict[Cell, dict]:
@@ -226,6 +245,24 @@ def first_rung_as_search(record: dict) -> dict[Cell, dict]:
             result = t["results"][0]
             out[Cell.from_dict(result["cell"])] = result
     return out
+
+
+def chosen_column(progress: dict | None) -> str:
+    """The report's name for a row's config: the choice, or while the search runs (``progress``
+    of :class:`SearchState`) the leader of its last finished rung, which the next may overturn."""
+    if progress is None:
+        return "chosen config"
+    return f"leading config after rung {progress['rung']} (not yet chosen)"
+
+
+def partial_line(progress: dict, rungs: int) -> str:
+    """What a report made during the search says of it (``progress`` of :class:`SearchState`)."""
+    r = progress["rung"]
+    return (
+        f"the search has finished {r} of its {rungs} rungs, and {progress['done']:,} of rung "
+        f"{r + 1}'s {progress['of']:,} runs; each row's config is the leader of rung {r}, not yet "
+        "the choice at the full budget"
+    )
 
 
 def protocol(spec) -> str:

@@ -410,10 +410,9 @@ def run_tune(
     if spec.search == "halving":
         from lipgan.study import halving
 
-        chosen, rungs, complete = halving.run_search(
-            spec, spec.halving, out, run_or_read, report_only
-        )
-        searched = halving.first_rung_as_search(rungs[0])
+        state = halving.run_search(spec, spec.halving, out, run_or_read, report_only)
+        chosen, complete, progress = state.chosen, state.complete, state.progress
+        searched = halving.first_rung_as_search(state.rungs[0])
     else:
         trials = search_cells(spec)
         searched = run_or_read(
@@ -421,7 +420,7 @@ def run_tune(
             "data set and constraint)",
         )  # fmt: skip
         chosen = choose(spec, searched)
-        complete = len(searched) == len(trials)
+        complete, progress = len(searched) == len(trials), None
     final: dict[Cell, dict] = {}
     if complete:
         write_chosen(out, chosen)
@@ -435,7 +434,9 @@ def run_tune(
             f"{out} holds no finished trial of this tuned study yet: nothing to report"
         )
     bench = bench if bench is not None else load_bench(out)
-    paths = tune_report.write(out, spec, searched, chosen, final, command, log, bench, shared)
+    paths = tune_report.write(
+        out, spec, searched, chosen, final, command, log, bench, shared, progress
+    )
     return TuneReport(spec, searched, final, chosen, paths)
 
 

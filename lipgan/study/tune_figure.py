@@ -24,10 +24,14 @@ SEARCH_PANELS = (
 PER_CONFIG = {"w1": "w1", "high_quality_fraction": "hq"}
 
 
-def draw(spec, search_rows: dict, chosen: dict | None = None, references: dict | None = None):
+def draw(
+    spec, search_rows: dict, chosen: dict | None = None, references: dict | None = None,
+    star: str = "chosen config",
+):  # fmt: skip
     """The figure: rows best-of-k W1, best-of-k high quality, each config's W1, each config's
     high quality; one column per data set (``chosen``: :func:`lipgan.study.tune.choose`'s;
-    ``references``: :func:`lipgan.study.references.load_or_compute`'s)."""
+    ``references``: :func:`lipgan.study.references.load_or_compute`'s; ``star``: the legend's
+    name for the starred configs, leaders while a halving search runs)."""
     from matplotlib.ticker import MaxNLocator
 
     from lipgan.plots import pyplot
@@ -66,6 +70,7 @@ def draw(spec, search_rows: dict, chosen: dict | None = None, references: dict |
                 drawn[each] += _config_dots(
                     each, spec, constraint, row, chosen.get((dataset, constraint)),
                     colors[constraint], PER_CONFIG[key], scale, cap if key == "w1" else None,
+                    star,
                 )  # fmt: skip
             for ax in (best, each):
                 for name, st in refs.items():
@@ -119,7 +124,9 @@ def off_scale_cap(values: list[float], references: list[float]) -> float:
     return 30 * float(np.median(finite)) if finite else math.inf
 
 
-def _config_dots(ax, spec, constraint, row, found, color, which, scale, cap=None) -> list[float]:
+def _config_dots(
+    ax, spec, constraint, row, found, color, which, scale, cap=None, star="chosen config"
+) -> list[float]:
     """Every finished config's ``row[which]`` at ``constraint``'s column (jittered, drawn past
     the frame where it sits on it; above ``cap``, a triangle at ``cap``), the chosen one a star;
     the values drawn."""
@@ -139,7 +146,7 @@ def _config_dots(ax, spec, constraint, row, found, color, which, scale, cap=None
     if trial is not None and trial < len(values) and values[trial] is not None:
         ax.scatter(
             [i + jitter[trial]], [scale * values[trial]], marker="*", s=240, color=color,
-            edgecolors="black", linewidths=0.8, zorder=4, clip_on=False, label="chosen config",
+            edgecolors="black", linewidths=0.8, zorder=4, clip_on=False, label=star,
         )  # fmt: skip
     return [y for _, y in points]
 

@@ -63,10 +63,11 @@ SHARED = "shared config"
 
 def section(
     spec, dataset, search_rows, chosen, final_summary, references, decays=None, shared=None,
-    never=None,
+    never=None, chosen_title="chosen config",
 ) -> list[str]:  # fmt: skip
     """The lines of ``dataset``'s part of ``tune.md``: a note on its scores, and one table.
-    ``never``: :func:`lipgan.study.tune_report.ema_never_averaged` of ``dataset``."""
+    ``never``: :func:`lipgan.study.tune_report.ema_never_averaged` of ``dataset``;
+    ``chosen_title``: the config column's name (a search under way has leaders, not choices)."""
     from lipgan.study import ema_choice
 
     key = spec.score_key(dataset)
@@ -88,7 +89,7 @@ def section(
     ]
     head = [
         "constraint",
-        "chosen config",
+        chosen_title,
         f"search of {spec.configs}: {key} chosen / median",
         *[title for _, title, *_ in keys],
         "seeds",

@@ -156,15 +156,23 @@ def shared_rows(study_dirs) -> dict:
 
 def markdown(
     spec, search_rows, chosen, final_summary, references, command, bench, total, shared=None,
-    decays=None,
+    decays=None, progress=None,
 ) -> str:  # fmt: skip
+    """tune.md's text. ``progress``: how far an unfinished halving search is
+    (:class:`lipgan.study.halving.SearchState`); its rows then show each search's leader."""
     from lipgan.study.reference_rows import BOX, BOX_EXPECTED, REAL
 
     lines = ["# lipgan tuned study: each constraint at its own best", ""]
     if command:
         lines += [f"Command: `{command}`", ""]
     done_final = sum(r["seeds"] + r["failed"] for d in final_summary.values() for r in d.values())
-    if total["search_done"] < total["search"] or done_final < total["final"]:
+    if progress is not None:
+        lines += [
+            f"**PARTIAL: {halving.partial_line(progress, spec.halving.rungs)}; {done_final} of "
+            f"{total['final']} replicate runs (× 2 rows: raw and EMA) finished.**",
+            "",
+        ]
+    elif total["search_done"] < total["search"] or done_final < total["final"]:
         lines += [
             f"**PARTIAL: {total['search_done']} of {total['search']} search trials and "
             f"{done_final} of {total['final']} replicate runs (× 2 rows: raw and EMA) finished.**",
@@ -204,7 +212,7 @@ def markdown(
         if spec.score_key(dataset):  # an image data set: its own table (lipgan.study.tune_images)
             lines += tune_images.section(
                 spec, dataset, search_rows, chosen, final_summary, references, decays, shared,
-                ema_never_averaged(spec, dataset),
+                ema_never_averaged(spec, dataset), halving.chosen_column(progress),
             )  # fmt: skip
             continue
         ref = references.get(dataset) or {}
@@ -217,13 +225,9 @@ def markdown(
         at_means = {}
         head = [
             "constraint",
-            "chosen config",
-            f"search of {spec.configs}: W1 chosen / median; HQ % chosen / best"
-            + (
-                " (chosen: full budget; median, best: first rung)"
-                if spec.search == "halving"
-                else ""
-            ),
+            halving.chosen_column(progress),
+            f"search of {spec.configs}: W1 {_who(progress)} / median; HQ % {_who(progress)} / "
+            "best" + _halving_clause(spec, progress),
             "modes",
             "high quality %",
             "reverse KL",
@@ -341,6 +345,19 @@ def ema_never_averaged(spec, dataset: str) -> tuple[int, int] | None:
     return (steps, spec.ema_start) if steps <= spec.ema_start else None
 
 
+def _who(progress) -> str:
+    return "chosen" if progress is None else "leader"
+
+
+def _halving_clause(spec, progress) -> str:
+    """Which rung the search column's numbers come from, for a halving search."""
+    if spec.search != "halving":
+        return ""
+    if progress is not None:
+        return f" (leading: rung {progress['rung']}; median, best: first rung)"
+    return " (chosen: full budget; median, best: first rung)"
+
+
 def _searched(row: dict, found: dict) -> str:
     """The chosen config's W1 and high quality in its search beside the search's median W1 and
     best high quality (a failed trial's W1 is unknown: the median is over the finished ones)."""
@@ -361,21 +378,24 @@ def _seconds_to_target(row: dict, seconds_per_iteration: float | None) -> str:
 
 
 def figure(
-    path: Path, spec, search_rows: dict, chosen: dict | None = None, references: dict | None = None
-) -> None:
-    """``tune.png`` (:func:`lipgan.study.tune_figure.draw`)."""
+    path: Path, spec, search_rows: dict, chosen: dict | None = None, references: dict | None = None,
+    progress: dict | None = None,
+) -> None:  # fmt: skip
+    """``tune.png`` (:func:`lipgan.study.tune_figure.draw`; ``progress`` as :func:`write`'s)."""
     from lipgan.plots import pyplot
     from lipgan.study.tune_figure import draw
 
-    fig = draw(spec, search_rows, chosen, references)
+    fig = draw(spec, search_rows, chosen, references, halving.chosen_column(progress))
     fig.savefig(path, dpi=110)
     pyplot().close(fig)
 
 
 def write(
-    out: Path, spec, searched, chosen, final, command="", log=None, bench=None, shared_dirs=()
-) -> dict:
-    """tune.md/json/png, and the replicates' study report under ``out/final``."""
+    out: Path, spec, searched, chosen, final, command="", log=None, bench=None, shared_dirs=(),
+    progress=None,
+) -> dict:  # fmt: skip
+    """tune.md/json/png, and the replicates' study report under ``out/final``. ``progress``: an
+    unfinished halving search's (:class:`lipgan.study.halving.SearchState`), None otherwise."""
     from lipgan.study import references as refs
 
     out = Path(out)
@@ -431,20 +451,22 @@ def write(
         "bench": bench,
         "shared": {"dirs": [str(d) for d in shared_dirs], "rows": shared},
         "totals": total,
+        "search_progress": progress,
     }
     if decays:
         payload["ema_decays"] = ema_choice.as_json(decays)
     paths["json"].write_text(dumps(payload))
     text = markdown(
-        spec, search_rows, chosen, final_summary, references, command, bench, total, shared, decays
-    )
+        spec, search_rows, chosen, final_summary, references, command, bench, total, shared,
+        decays, progress,
+    )  # fmt: skip
     text += ema_choice.section(spec, decays)
     if spec.search == "halving":
         text += halving.section(out, spec)
     paths["markdown"].write_text(text)
     points = {d: rows for d, rows in search_rows.items() if not spec.score_key(d)}
     if points:  # the figure's W1 and high quality are a point set's (tune_figure)
-        figure(paths["figure"], spec, points, chosen, references)
+        figure(paths["figure"], spec, points, chosen, references, progress)
     else:
         paths.pop("figure")
     return paths
