@@ -151,7 +151,9 @@ def test_a_report_during_a_later_rung_names_leaders_not_choices(tmp_path):
     )  # fmt: skip
     assert f"**PARTIAL: {line}; 0 of 1 replicate runs" in text
     assert "| leading config after rung 1 (not yet chosen) |" in text
-    assert "W1 leader / median; HQ % leader / best (leading: rung 1; median, best: first rung)" in text
+    assert (
+        "W1 leader / median; HQ % leader / best (leading: rung 1; median, best: first rung)" in text
+    )
     assert "9 of 9 search trials" not in text and "chosen: full budget" not in text
 
 
