@@ -202,6 +202,56 @@ def test_a_tiny_halving_tune_end_to_end(tmp_path):
     assert len(report.final) == 1
 
 
+@pytest.mark.heavy
+@pytest.mark.slow
+def test_a_promoted_run_whose_checkpoints_are_gone_trains_again_to_the_same_numbers(
+    tmp_path, monkeypatch
+):
+    """A fresh clone of a repository that commits only a study's small files (as this one does
+    for studies/tuned-halving) has no checkpoints: a promoted run then trains again from step 0
+    and must end exactly where the uninterrupted search's run ended (docs/study.md, *Storage*)."""
+    import shutil
+
+    from lipgan.study.executors import LocalExecutor
+
+    s = tune.TuneSpec(
+        ("gradient_penalty",), ("8gaussians",), configs=2, seeds=1, steps=40, eval_every=20,
+        eval_samples=1000, search="halving", eta=2, rungs=2, search_seeds=1,
+    )  # fmt: skip
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    tune.run_tune(s, whole, executor=LocalExecutor(2))
+
+    class Stop(Exception):
+        pass
+
+    record_rung = halving._write_rung
+
+    def record_then_stop(out, rung, record):
+        record_rung(out, rung, record)
+        raise Stop
+
+    monkeypatch.setattr(halving, "_write_rung", record_then_stop)
+    with pytest.raises(Stop):
+        tune.run_tune(s, stopped, executor=LocalExecutor(2))
+    monkeypatch.setattr(halving, "_write_rung", record_rung)
+    gone = list(stopped.glob("search/runs/**/checkpoints"))
+    assert gone
+    for directory in gone:
+        shutil.rmtree(directory)
+    tune.run_tune(s, stopped, executor=LocalExecutor(2))
+
+    def last_rung(out):
+        record = json.loads((out / "search" / "rung1.json").read_text())["searches"][0]
+        return [
+            (t["trial"], t["results"][0]["step"], t["results"][0]["metrics"])
+            for t in record["trials"]
+        ]
+
+    ((trial, step, metrics),) = last_rung(stopped)
+    assert step == 40 and math.isfinite(metrics["w1"])
+    assert last_rung(stopped) == last_rung(whole)
+
+
 def test_only_a_promoted_halving_trial_continues_a_run_dir_of_fewer_steps():
     s = spec()
     (short,) = halving.trial_cells(s, Halving(seeds=1), "ring", "gradient_penalty", 2, 444)
